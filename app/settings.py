@@ -1,0 +1,87 @@
+"""Configuration: environment variables prefixed TENSORJUDGE_, with embedded defaults."""
+
+from __future__ import annotations
+
+import os
+import secrets
+from functools import lru_cache
+from pathlib import Path
+
+import platformdirs
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="TENSORJUDGE_", extra="ignore")
+
+    # Where things live.
+    data_dir: Path = Path(platformdirs.user_data_dir("tensorjudge"))
+    cache_dir: Path = Path(platformdirs.user_cache_dir("tensorjudge"))
+    database_url: str = ""
+    secret_key: str = ""
+    sandbox: str = "bwrap"
+    problems_dir: Path = REPO_ROOT / "problems"
+
+    # The queue.
+    lease_seconds: float = Field(60.0, gt=0, description="a worker's hold on a submission")
+    ie_retries: int = Field(3, ge=0, description="judge faults retried before IE is shown")
+    ie_retry_delay_seconds: float = Field(2.0, ge=0)
+    poll_seconds: float = Field(5.0, gt=0, description="idle workers look anyway this often")
+    heartbeat_seconds: float = Field(5.0, gt=0)
+    queue_max: int = Field(1000, ge=1, description="queued submissions before 503")
+    workers: int = Field(1, ge=0, description="embedded workers of `serve`")
+
+    # Submissions.
+    max_code_bytes: int = 64 * 1024
+    rate_limit: int = Field(30, ge=1, description="submissions per user per window")
+    rate_window_seconds: float = Field(60.0, gt=0)
+    max_wait_seconds: float = Field(60.0, ge=0, description="cap of ?wait= on long polls")
+
+    # Users.
+    token_ttl_hours: float = Field(24 * 30, gt=0)
+    argon2_time_cost: int = Field(3, ge=1)
+    argon2_memory_kib: int = Field(65536, ge=8)
+
+    log_level: str = "INFO"
+    log_format: str = "json"  # json | text
+
+    @property
+    def effective_database_url(self) -> str:
+        return self.database_url or f"sqlite:///{self.data_dir / 'tensorjudge.db'}"
+
+    @property
+    def is_embedded_database(self) -> bool:
+        return not self.database_url
+
+    @property
+    def package_cache_dir(self) -> Path:
+        return self.cache_dir / "packages"
+
+    def effective_secret_key(self) -> str:
+        """The configured key, or one generated once and kept in the data directory (fine for
+        a single server; several servers must share TENSORJUDGE_SECRET_KEY)."""
+        if self.secret_key:
+            return self.secret_key
+        path = self.data_dir / "secret_key"
+        try:
+            return path.read_text().strip()
+        except FileNotFoundError:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            key = secrets.token_urlsafe(32)
+            tmp = path.with_suffix(".tmp")
+            tmp.write_text(key)
+            tmp.chmod(0o600)
+            try:
+                os.link(tmp, path)  # the first writer wins
+            except FileExistsError:
+                pass
+            tmp.unlink(missing_ok=True)
+            return path.read_text().strip()
+
+
+@lru_cache
+def get_settings() -> Settings:
+    return Settings()

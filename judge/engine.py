@@ -1,0 +1,235 @@
+"""Judging a submission: untrusted run in the sandbox first, trusted check on what came back.
+
+Plain data in (a package and source code), a JudgeResult out; no database, no web.
+"""
+
+from __future__ import annotations
+
+import ast
+import signal
+import time
+import traceback
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from judge import wire
+from judge.compare import Tolerance, compare
+from judge.expected import expected_outputs
+from judge.package import Package, TestSpec
+from judge.sandbox.io_loop import RawRun, RunPlan
+from judge.verdicts import JudgeResult, TestResult, Verdict, aggregate
+
+# Modules a submission may import that are worth importing before the clock starts.
+PRELOADABLE = {"numpy": "numpy", "jax": "jax", "flax": "flax.linen", "torch": "torch"}
+OLE_FACTOR = 16
+
+
+class Sandbox(Protocol):
+    def run(self, header: dict, tests_args: list[dict], plan: RunPlan) -> RawRun: ...
+
+
+@dataclass
+class PreparedTests:
+    tests: list[TestSpec]
+    args: list[dict]
+    shapes: list[tuple[int, ...]]
+    expected: list[np.ndarray]
+
+
+def prepare(package: Package, samples_only: bool) -> PreparedTests:
+    tests = package.select(samples_only)
+    gen = package.generator
+    args = [gen.generate(t.seed, **t.params) for t in tests]
+    shapes = [tuple(int(s) for s in gen.output_shape(a)) for a in args]
+    expected = expected_outputs(package, tests)
+    for t, s, e in zip(tests, shapes, expected, strict=True):
+        if int(np.prod(s)) != e.size:
+            raise RuntimeError(f"{package.slug}/{t.name}: output_shape {s} does not match the "
+                               f"reference's {e.size} elements")
+    return PreparedTests(tests, args, shapes, expected)
+
+
+def imported_frameworks(tree: ast.AST) -> list[str]:
+    found: list[str] = []
+    for node in ast.walk(tree):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module]
+        for n in names:
+            top = n.split(".")[0]
+            if top in PRELOADABLE and PRELOADABLE[top] not in found:
+                found.append(PRELOADABLE[top])
+    return found
+
+
+def syntax_error_message(e: SyntaxError, code: str) -> str:
+    line = e.lineno or 0
+    lines = code.splitlines()
+    text = lines[line - 1] if 0 < line <= len(lines) else ""
+    where = f"line {line}" + (f", column {e.offset}" if e.offset else "")
+    caret = ""
+    if text and e.offset:
+        caret = "\n    " + " " * (max(e.offset, 1) - 1) + "^"
+    return f"SyntaxError: {e.msg} ({where})\n    {text}{caret}".rstrip()
+
+
+def judge(
+    package: Package,
+    code: str,
+    sandbox: Sandbox,
+    *,
+    samples_only: bool = False,
+) -> JudgeResult:
+    """Judge `code` against `package`. Faults of the judge itself come back as IE."""
+    t0 = time.monotonic()
+    try:
+        prepared = prepare(package, samples_only)
+    except Exception as e:  # noqa: BLE001 - any failure here is the judge's
+        return aggregate([], internal_error=f"preparing the tests failed: {e}")
+    not_run = [TestResult(t.name, None, message="not run") for t in prepared.tests]
+    try:
+        tree = ast.parse(code, filename="solution.py")
+    except SyntaxError as e:
+        return aggregate(not_run, compile_error=syntax_error_message(e, code))
+    except (ValueError, MemoryError, RecursionError) as e:
+        return aggregate(not_run, compile_error=f"the file cannot be parsed: {e}")
+    limits = package.manifest.limits
+    plan = RunPlan(
+        time_ms=limits.time_ms,
+        memory_bytes=limits.memory_mb << 20,
+        output_cap=limits.output_kb << 10,
+        ole_limit=OLE_FACTOR * (limits.output_kb << 10),
+        expected_sizes=[int(e.size) for e in prepared.expected],
+    )
+    header = {"code": code, "entry": package.entry_point,
+              "preload": imported_frameworks(tree)}
+    try:
+        raw = sandbox.run(header, prepared.args, plan)
+    except Exception as e:  # noqa: BLE001
+        return aggregate(not_run, internal_error=f"the sandbox failed: {e}\n"
+                         + traceback.format_exc(limit=3))
+    tol = Tolerance(package.manifest.tolerance.atol, package.manifest.tolerance.rtol)
+    result = interpret(raw, prepared, tol, plan)
+    result.wall_ms = (time.monotonic() - t0) * 1000.0
+    return result
+
+
+def _signal_of(returncode: int | None) -> int | None:
+    """bubblewrap reports a child killed by signal N as exit code 128 + N."""
+    if returncode is None:
+        return None
+    if returncode < 0:
+        return -returncode
+    if returncode > 128:
+        return returncode - 128
+    return None
+
+
+def _fatal(raw: RawRun, plan: RunPlan) -> tuple[Verdict, str]:
+    """Why a run that did not finish ended, as the verdict of the test it was in."""
+    limit_s = plan.time_ms / 1000
+    if raw.ole:
+        return Verdict.OLE, (f"more than {plan.ole_limit >> 10} KiB written to stdout/stderr")
+    if raw.channel_error:
+        return Verdict.RE, f"the result channel was misused: {raw.channel_error}"
+    if raw.oom_killed:
+        return Verdict.MLE, f"memory limit of {plan.memory_bytes >> 20} MiB exceeded"
+    if raw.timed_out:
+        return Verdict.TLE, f"time limit of {limit_s:g} s exceeded"
+    sig = _signal_of(raw.returncode)
+    cpu_hit = raw.cpu_s is not None and raw.cpu_s >= plan.cpu_seconds
+    if sig == signal.SIGXCPU or (sig == signal.SIGKILL and cpu_hit):
+        return Verdict.TLE, "CPU time limit exceeded"
+    if sig == signal.SIGSYS:
+        return Verdict.RE, ("killed by the sandbox: a forbidden system call (network, "
+                            "process execution, tracing or namespaces are not allowed)")
+    if sig is not None:
+        try:
+            name = signal.Signals(sig).name
+        except ValueError:
+            name = f"signal {sig}"
+        return Verdict.RE, f"the process was killed by {name}"
+    return Verdict.RE, f"the process exited without a result (exit code {raw.returncode})"
+
+
+def interpret(raw: RawRun, prepared: PreparedTests, tol: Tolerance, plan: RunPlan) -> JudgeResult:
+    stdout = raw.stdout.decode("utf-8", errors="replace")
+    stderr = raw.stderr.decode("utf-8", errors="replace")
+    tests = [TestResult(t.name, None, message="not run: an earlier test ended the run")
+             for t in prepared.tests]
+
+    def finish(**kw: object) -> JudgeResult:
+        res = aggregate(tests, stdout=stdout, stderr=stderr, **kw)  # type: ignore[arg-type]
+        res.startup_ms = raw.ready_ms
+        return res
+
+    if raw.first("ready") is None:
+        if raw.oom_killed or raw.ole or raw.channel_error:
+            pass  # the sandbox started far enough for the user to misbehave; judged below
+        else:
+            return finish(internal_error="the sandbox did not start: "
+                          + (stderr.strip()[-500:] or f"exit code {raw.returncode}"))
+    if (f := raw.first("compile_error")) is not None:
+        return finish(compile_error=str(f.header.get("message", "compile error")))
+    if (f := raw.first("missing_entry")) is not None:
+        return finish(compile_error=str(f.header.get("message", "entry point missing")))
+    if (f := raw.first("module_error")) is not None:
+        for t in tests:
+            t.verdict, t.message = Verdict.RE, "the module raised before any test ran"
+        return finish(message=str(f.header.get("message")))
+
+    first_traceback: str | None = None
+    for frame in raw.frames:
+        i = frame.header.get("test")
+        if frame.ev not in ("result", "error", "bad_output") or not isinstance(i, int):
+            continue
+        if not 0 <= i < len(tests) or tests[i].verdict is not None:
+            continue
+        time_ms = _float(frame.header.get("time_ms"))
+        name = prepared.tests[i].name
+        if frame.ev == "result":
+            try:
+                got = wire.result_array(frame)
+            except wire.WireError as e:
+                tests[i] = TestResult(name, Verdict.RE, time_ms=time_ms, message=str(e))
+                continue
+            tests[i] = compare(name, got, prepared.expected[i], prepared.shapes[i], tol, time_ms)
+        elif frame.ev == "error":
+            tb = str(frame.header.get("message", ""))
+            first_traceback = first_traceback or tb
+            last = tb.strip().splitlines()[-1] if tb.strip() else "exception"
+            tests[i] = TestResult(name, Verdict.RE, time_ms=time_ms, message=last)
+        else:
+            tests[i] = TestResult(name, Verdict.WA, time_ms=time_ms,
+                                  shape=_shape(frame.header.get("shape")),
+                                  message=str(frame.header.get("message", "bad output")))
+
+    if not raw.done or raw.ole:
+        verdict, why = _fatal(raw, plan)
+        pending = [t for t in tests if t.verdict is None]
+        cur = raw.current_test
+        target = tests[cur] if isinstance(cur, int) and 0 <= cur < len(tests) else None
+        if target is None or target.verdict is not None:
+            target = pending[0] if pending else (tests[-1] if tests else None)
+        if target is not None:
+            target.verdict, target.message = verdict, why
+            if verdict is Verdict.TLE:
+                target.time_ms = float(plan.time_ms)
+        if target is None or not prepared.tests:
+            return finish(internal_error=why)
+        return finish(message=first_traceback or why)
+    return finish(message=first_traceback)
+
+
+def _float(x: object) -> float | None:
+    return float(x) if isinstance(x, int | float) else None
+
+
+def _shape(x: object) -> list[int] | None:
+    if isinstance(x, list) and all(isinstance(v, int) for v in x):
+        return x
+    return None

@@ -1,0 +1,315 @@
+"""Problem packages: a typed, validated manifest plus statement, generator and reference.
+
+A broken package is refused with every defect listed, each naming the file, the field and why.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import re
+import tomllib
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from judge.verdicts import VERDICT_FOLDERS, Verdict
+
+FRAMEWORKS = ("numpy", "jax", "flax", "torch")
+SLUG_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class Tolerance(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    atol: float = Field(1e-4, ge=0, le=1)
+    rtol: float = Field(1e-4, ge=0, le=1)
+
+
+class Limits(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    time_ms: int = Field(5000, ge=100, le=120_000, description="wall time per test")
+    memory_mb: int = Field(1536, ge=256, le=16_384, description="the whole sandbox")
+    output_kb: int = Field(64, ge=1, le=4096, description="stdout + stderr kept")
+
+
+class TestSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.-]+$")
+    kind: Literal["sample", "hidden"]
+    seed: int = Field(ge=0, lt=2**32)
+    description: str = ""
+    params: dict[str, int | float | bool | str] = Field(default_factory=dict)
+
+
+class Manifest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    slug: str
+    title: str = Field(min_length=1, max_length=120)
+    difficulty: Literal["easy", "medium", "hard"]
+    tags: list[str] = Field(default_factory=list)
+    entry_point: str
+    signature: str = Field(min_length=1)
+    frameworks: list[Literal["numpy", "jax", "flax", "torch"]] = Field(min_length=1)
+    reference: str
+    tolerance: Tolerance = Field(default_factory=Tolerance)  # type: ignore[arg-type]
+    limits: Limits = Field(default_factory=Limits)  # type: ignore[arg-type]
+    tests: list[TestSpec] = Field(min_length=1)
+
+    @field_validator("slug")
+    @classmethod
+    def _slug(cls, v: str) -> str:
+        if not SLUG_RE.match(v):
+            raise ValueError("lowercase letters, digits and single hyphens only")
+        return v
+
+    @field_validator("entry_point")
+    @classmethod
+    def _entry(cls, v: str) -> str:
+        if not IDENT_RE.match(v):
+            raise ValueError("must be a Python identifier")
+        return v
+
+
+@dataclass(frozen=True)
+class Defect:
+    file: str
+    field: str
+    why: str
+
+    def __str__(self) -> str:
+        where = f"{self.file}: {self.field}" if self.field else self.file
+        return f"{where}: {self.why}"
+
+
+class PackageError(Exception):
+    def __init__(self, path: Path, defects: list[Defect]):
+        self.path = path
+        self.defects = defects
+        lines = "\n".join(f"  - {d}" for d in defects)
+        super().__init__(f"problem package {path} is broken ({len(defects)} defects):\n{lines}")
+
+
+@dataclass(frozen=True)
+class Submission:
+    """A packaged submission and the verdict its folder declares."""
+
+    path: Path
+    expected: Verdict
+
+    @property
+    def label(self) -> str:
+        return f"{self.expected.folder}/{self.path.name}"
+
+
+@dataclass(frozen=True)
+class Package:
+    path: Path
+    manifest: Manifest
+    statement: str
+    starter: str | None
+    reference_path: Path
+    generator_path: Path
+
+    # Convenience views of the manifest.
+    @property
+    def slug(self) -> str:
+        return self.manifest.slug
+
+    @property
+    def title(self) -> str:
+        return self.manifest.title
+
+    @property
+    def entry_point(self) -> str:
+        return self.manifest.entry_point
+
+    @property
+    def tests(self) -> list[TestSpec]:
+        return self.manifest.tests
+
+    @property
+    def samples(self) -> list[TestSpec]:
+        return [t for t in self.manifest.tests if t.kind == "sample"]
+
+    def select(self, samples_only: bool) -> list[TestSpec]:
+        return self.samples if samples_only else list(self.manifest.tests)
+
+    @cached_property
+    def generator(self) -> ModuleType:
+        return load_module(self.generator_path, f"tj_generator_{self.slug.replace('-', '_')}")
+
+    @cached_property
+    def reference_source(self) -> str:
+        return self.reference_path.read_text(encoding="utf-8")
+
+    @cached_property
+    def content_hash(self) -> str:
+        """Changes whenever anything that decides verdicts or what users read changes."""
+        h = hashlib.sha256()
+        h.update(self.manifest.model_dump_json().encode())
+        h.update(self.statement.encode())
+        h.update(self.reference_source.encode())
+        h.update(self.generator_path.read_bytes())
+        return h.hexdigest()
+
+    def submissions(self) -> list[Submission]:
+        found: list[Submission] = []
+        root = self.path / "submissions"
+        for verdict, folder in VERDICT_FOLDERS.items():
+            for f in sorted((root / folder).glob("*.py")):
+                found.append(Submission(f, verdict))
+        return found
+
+
+def load_module(path: Path, name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _loc(loc: tuple[Any, ...]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def load_package(path: Path | str, *, check_generator: bool = True) -> Package:
+    """Load and check a package; raise PackageError listing every defect found."""
+    path = Path(path).resolve()
+    defects: list[Defect] = []
+    if not path.is_dir():
+        raise PackageError(path, [Defect(str(path), "", "not a directory")])
+
+    manifest: Manifest | None = None
+    mpath = path / "problem.toml"
+    if not mpath.is_file():
+        defects.append(Defect("problem.toml", "", "missing"))
+    else:
+        try:
+            data = tomllib.loads(mpath.read_text(encoding="utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+            defects.append(Defect("problem.toml", "", f"not valid TOML: {e}"))
+        else:
+            try:
+                manifest = Manifest.model_validate(data)
+            except ValidationError as e:
+                for err in e.errors():
+                    defects.append(Defect("problem.toml", _loc(err["loc"]), err["msg"]))
+
+    statement = ""
+    spath = path / "statement.md"
+    if not spath.is_file():
+        defects.append(Defect("statement.md", "", "missing"))
+    else:
+        statement = spath.read_text(encoding="utf-8")
+        if not statement.strip():
+            defects.append(Defect("statement.md", "", "empty"))
+
+    starter_path = path / "starter.py"
+    starter = starter_path.read_text(encoding="utf-8") if starter_path.is_file() else None
+    if starter is not None:
+        try:
+            compile(starter, "starter.py", "exec")
+        except SyntaxError as e:
+            defects.append(Defect("starter.py", f"line {e.lineno}", f"syntax error: {e.msg}"))
+
+    gpath = path / "generator.py"
+    if not gpath.is_file():
+        defects.append(Defect("generator.py", "", "missing"))
+
+    ref_path = path / "reference.py"
+    if manifest is not None:
+        if manifest.slug != path.name:
+            defects.append(
+                Defect("problem.toml", "slug", f"{manifest.slug!r} differs from folder {path.name!r}")
+            )
+        ref_path = (path / manifest.reference).resolve()
+        if not ref_path.is_file():
+            defects.append(Defect("problem.toml", "reference", f"no file at {manifest.reference}"))
+        else:
+            _check_defines(ref_path, manifest.entry_point, "reference", defects)
+        names = [t.name for t in manifest.tests]
+        for dup in sorted({n for n in names if names.count(n) > 1}):
+            defects.append(Defect("problem.toml", "tests", f"test name {dup!r} is used twice"))
+        if not any(t.kind == "sample" for t in manifest.tests):
+            defects.append(Defect("problem.toml", "tests", "no sample test (Run needs one)"))
+        if not any(t.kind == "hidden" for t in manifest.tests):
+            defects.append(Defect("problem.toml", "tests", "no hidden test"))
+        if starter is not None:
+            _check_defines_source(starter, manifest.entry_point, "starter.py", defects)
+
+    if manifest is not None and gpath.is_file() and check_generator and not defects:
+        _check_generator(gpath, manifest, defects)
+
+    if defects:
+        raise PackageError(path, defects)
+    assert manifest is not None
+    return Package(path, manifest, statement, starter, ref_path, gpath)
+
+
+def _check_defines(file: Path, entry: str, label: str, defects: list[Defect]) -> None:
+    _check_defines_source(file.read_text(encoding="utf-8"), entry, label, defects)
+
+
+def _check_defines_source(source: str, entry: str, label: str, defects: list[Defect]) -> None:
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as e:
+        defects.append(Defect(label, f"line {e.lineno}", f"syntax error: {e.msg}"))
+        return
+    if not any(
+        isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and n.name == entry
+        for n in tree.body
+    ):
+        defects.append(Defect(label, "entry_point", f"does not define {entry}()"))
+
+
+def _check_generator(gpath: Path, manifest: Manifest, defects: list[Defect]) -> None:
+    """Every test's inputs must be buildable, of allowed types, and the same on every call."""
+    from judge import wire
+
+    try:
+        module = load_module(gpath, f"tj_gencheck_{manifest.slug.replace('-', '_')}")
+    except Exception as e:  # noqa: BLE001 - a broken generator is a package defect
+        defects.append(Defect("generator.py", "", f"does not import: {type(e).__name__}: {e}"))
+        return
+    for fn in ("generate", "output_shape"):
+        if not callable(getattr(module, fn, None)):
+            defects.append(Defect("generator.py", fn, "missing function"))
+    if defects:
+        return
+    for i, test in enumerate(manifest.tests):
+        field_name = f"tests[{i}] ({test.name})"
+        try:
+            args = module.generate(test.seed, **test.params)
+            again = module.generate(test.seed, **test.params)
+            shape = tuple(int(s) for s in module.output_shape(args))
+        except Exception as e:  # noqa: BLE001
+            defects.append(Defect("generator.py", field_name, f"{type(e).__name__}: {e}"))
+            continue
+        try:
+            wire.check_args(args)
+        except wire.WireError as e:
+            defects.append(Defect("generator.py", field_name, str(e)))
+            continue
+        if wire.args_digest(args) != wire.args_digest(again):
+            defects.append(Defect("generator.py", field_name, "not deterministic"))
+        if not shape or any(s <= 0 for s in shape):
+            defects.append(Defect("generator.py", field_name, f"bad output_shape {shape}"))
+
+
+def discover(root: Path | str) -> list[Path]:
+    """Package folders directly under root, in name order."""
+    root = Path(root)
+    return sorted(p for p in root.iterdir() if (p / "problem.toml").is_file())

@@ -1,0 +1,59 @@
+"""Runs a package's reference on its tests, in its own process (`python -m
+judge.reference_run`, a JSON request on stdin), and stores each flat float64 output."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+
+def to_float64(out: Any) -> np.ndarray:
+    mod = type(out).__module__ or ""
+    if mod.startswith("torch"):
+        out = out.detach().cpu().numpy()
+    return np.asarray(out, dtype=np.float64).reshape(-1)
+
+
+def widen(value: Any) -> Any:
+    """float32 inputs as float64, for the precision check of the tolerance."""
+    if isinstance(value, np.ndarray) and value.dtype == np.float32:
+        return value.astype(np.float64)
+    if isinstance(value, dict):
+        return {k: widen(v) for k, v in value.items()}
+    return value
+
+
+def main() -> None:
+    request = json.loads(sys.stdin.read())
+    float64 = bool(request["float64"])
+    if float64:
+        import jax
+
+        jax.config.update("jax_enable_x64", True)
+    from judge.package import load_module, load_package
+
+    package = load_package(request["package"], check_generator=False)
+    reference = load_module(package.reference_path, "tj_reference")
+    entry = getattr(reference, package.entry_point)
+    by_name = {t.name: t for t in package.tests}
+    out_dir = Path(request["out_dir"])
+    for item in request["tests"]:
+        test = by_name[item["name"]]
+        args = package.generator.generate(test.seed, **test.params)
+        if float64:
+            args = widen(args)
+        flat = to_float64(entry(**args))
+        fd, tmp = tempfile.mkstemp(dir=out_dir, suffix=".tmp")
+        with os.fdopen(fd, "wb") as f:
+            np.save(f, flat, allow_pickle=False)
+        os.replace(tmp, out_dir / f"{item['key']}.npy")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,172 @@
+"""A private cgroup per sandbox for memory and process count, on cgroup v1 or v2.
+
+The sandbox's first process puts itself in (the launcher writes its own pid before it drops
+privileges and execs bubblewrap), so nothing it starts ever runs outside the group.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path("/sys/fs/cgroup")
+PARENT = "tensorjudge"
+
+
+def _write(path: Path, value: str) -> None:
+    with open(path, "w") as f:
+        f.write(value)
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text()
+    except OSError:
+        return ""
+
+
+def _events_count(text: str, key: str) -> int:
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[0] == key:
+            return int(parts[1])
+    return 0
+
+
+@dataclass
+class Cgroup:
+    """One sandbox's group: `procs_files` are where its first process writes its pid."""
+
+    version: int
+    dirs: list[Path]
+    procs_files: list[Path]
+    memory_dir: Path | None
+
+    def oom_killed(self) -> bool:
+        if self.memory_dir is None:
+            return False
+        if self.version == 2:
+            return _events_count(_read(self.memory_dir / "memory.events"), "oom_kill") > 0
+        ctl = _read(self.memory_dir / "memory.oom_control")
+        if _events_count(ctl, "oom_kill") > 0:
+            return True
+        # Kernels without the oom_kill counter: a hit limit plus a kill is the best evidence.
+        return int(_read(self.memory_dir / "memory.failcnt") or 0) > 0
+
+    def peak_bytes(self) -> int | None:
+        if self.memory_dir is None:
+            return None
+        name = "memory.peak" if self.version == 2 else "memory.max_usage_in_bytes"
+        text = _read(self.memory_dir / name).strip()
+        return int(text) if text.isdigit() else None
+
+    def pids(self) -> list[int]:
+        out: set[int] = set()
+        for f in self.procs_files:
+            for line in _read(f).split():
+                if line.isdigit():
+                    out.add(int(line))
+        return sorted(out)
+
+    def kill_all(self) -> None:
+        if self.version == 2 and (self.dirs[0] / "cgroup.kill").exists():
+            try:
+                _write(self.dirs[0] / "cgroup.kill", "1")
+            except OSError:
+                pass
+        for _ in range(50):
+            pids = self.pids()
+            if not pids:
+                return
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            time.sleep(0.01)
+
+    def remove(self) -> None:
+        self.kill_all()
+        for d in self.dirs:
+            for _ in range(100):
+                try:
+                    d.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.01)
+
+
+class CgroupManager:
+    """Creates per-sandbox groups if this host lets us; `available` says whether it does."""
+
+    def __init__(self, root: Path = ROOT):
+        self.root = root
+        self.version = 0
+        self.reason = ""
+        self._detect()
+
+    @property
+    def available(self) -> bool:
+        return self.version in (1, 2)
+
+    def _detect(self) -> None:
+        if os.geteuid() != 0:
+            self.reason = "not running as root"
+            return
+        if (self.root / "cgroup.controllers").exists():
+            controllers = _read(self.root / "cgroup.controllers").split()
+            if not {"memory", "pids"} <= set(controllers):
+                self.reason = "cgroup v2 without memory and pids controllers"
+                return
+            parent = self.root / PARENT
+            try:
+                parent.mkdir(exist_ok=True)
+                _write(self.root / "cgroup.subtree_control", "+memory +pids")
+                _write(parent / "cgroup.subtree_control", "+memory +pids")
+            except OSError as e:
+                self.reason = f"cgroup v2 not delegable here: {e}"
+                return
+            self.version = 2
+            return
+        mem, pids = self.root / "memory", self.root / "pids"
+        if mem.is_dir() and pids.is_dir():
+            try:
+                (mem / PARENT).mkdir(exist_ok=True)
+                (pids / PARENT).mkdir(exist_ok=True)
+            except OSError as e:
+                self.reason = f"cgroup v1 not writable: {e}"
+                return
+            self.version = 1
+            return
+        self.reason = "no memory and pids cgroup controllers mounted"
+
+    def create(self, memory_bytes: int, max_pids: int) -> Cgroup:
+        name = f"sb-{os.getpid()}-{uuid.uuid4().hex[:12]}"
+        if self.version == 2:
+            d = self.root / PARENT / name
+            d.mkdir()
+            _write(d / "memory.max", str(memory_bytes))
+            if (d / "memory.swap.max").exists():
+                _write(d / "memory.swap.max", "0")
+            if (d / "memory.oom.group").exists():
+                _write(d / "memory.oom.group", "1")
+            _write(d / "pids.max", str(max_pids))
+            return Cgroup(2, [d], [d / "cgroup.procs"], d)
+        mem = self.root / "memory" / PARENT / name
+        pids = self.root / "pids" / PARENT / name
+        mem.mkdir()
+        pids.mkdir()
+        _write(mem / "memory.limit_in_bytes", str(memory_bytes))
+        if (mem / "memory.memsw.limit_in_bytes").exists():
+            try:
+                _write(mem / "memory.memsw.limit_in_bytes", str(memory_bytes))
+            except OSError:
+                pass
+        _write(pids / "pids.max", str(max_pids))
+        return Cgroup(1, [mem, pids], [mem / "cgroup.procs", pids / "cgroup.procs"], mem)

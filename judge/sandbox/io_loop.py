@@ -1,0 +1,197 @@
+"""The host side of one sandbox run: feed the job, watch three pipes and the clock.
+
+Whatever the submission does, this loop ends: on the runner's `done`, on a per-phase
+deadline, on too much output, or on a corrupt result channel; each ends by killing the group.
+"""
+
+from __future__ import annotations
+
+import os
+import selectors
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from judge.wire import Frame, FrameReader
+
+
+@dataclass
+class RunPlan:
+    time_ms: int  # per test, wall
+    memory_bytes: int
+    output_cap: int  # bytes of stdout and of stderr kept
+    ole_limit: int  # total stdout + stderr bytes beyond which the run is OLE
+    expected_sizes: list[int]
+
+    @property
+    def cpu_seconds(self) -> int:
+        # Several threads may burn CPU at once, and the wall deadline is the real judge of
+        # time; the CPU limit only stops loops that hide from it (ignoring signals, say).
+        n = len(self.expected_sizes) + 1
+        return int(2 * n * self.time_ms / 1000) + 2
+
+    def max_payload(self, header: dict) -> int:
+        if header.get("ev") != "result":
+            return 0
+        i = header.get("test")
+        if not isinstance(i, int) or not 0 <= i < len(self.expected_sizes):
+            return 0
+        return 8 * self.expected_sizes[i]
+
+
+@dataclass
+class RawRun:
+    frames: list[Frame] = field(default_factory=list)
+    channel_error: str | None = None
+    stdout: bytes = b""
+    stderr: bytes = b""
+    output_total: int = 0
+    ole: bool = False
+    timed_out: bool = False
+    timeout_phase: str | None = None  # startup | module | test | after
+    current_test: int | None = None  # the test running when the run ended
+    wall_ms: float = 0.0
+    ready_ms: float | None = None
+    returncode: int | None = None
+    oom_killed: bool = False
+    peak_memory_bytes: int | None = None
+    cpu_s: float | None = None  # of the sandbox's process tree, where the kernel reports it
+
+    def first(self, ev: str) -> Frame | None:
+        return next((f for f in self.frames if f.ev == ev), None)
+
+    @property
+    def done(self) -> bool:
+        return self.first("done") is not None
+
+
+def reap(proc: subprocess.Popen, timeout: float, raw: RawRun) -> int | None:
+    """Wait for the sandbox's first process, keeping its tree's CPU time (wait4's rusage)."""
+    if proc.returncode is not None:
+        return proc.returncode
+    end = time.monotonic() + timeout
+    while True:
+        try:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        except ChildProcessError:
+            return proc.returncode
+        if pid:
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            raw.returncode = proc.returncode
+            raw.cpu_s = usage.ru_utime + usage.ru_stime
+            return proc.returncode
+        if time.monotonic() >= end:
+            return None
+        time.sleep(0.002)
+
+
+def _writer(proc: subprocess.Popen, job: bytes) -> None:
+    try:
+        assert proc.stdin is not None
+        proc.stdin.write(job)
+        proc.stdin.close()
+    except (BrokenPipeError, OSError, ValueError):
+        pass
+
+
+def pump(
+    proc: subprocess.Popen,
+    chan_r: int,
+    job: bytes,
+    plan: RunPlan,
+    kill: Callable[[], None],
+    startup_timeout_s: float,
+) -> RawRun:
+    raw = RawRun()
+    t0 = time.monotonic()
+    writer = threading.Thread(target=_writer, args=(proc, job), daemon=True)
+    writer.start()
+    assert proc.stdout is not None and proc.stderr is not None
+    out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()
+    kept = {out_fd: bytearray(), err_fd: bytearray()}
+    reader = FrameReader(max_payload=plan.max_payload)
+    sel = selectors.DefaultSelector()
+    for fd in (out_fd, err_fd, chan_r):
+        os.set_blocking(fd, False)
+        sel.register(fd, selectors.EVENT_READ)
+    deadline = t0 + startup_timeout_s
+    phase = "startup"
+    seen = 0
+    step = plan.time_ms / 1000.0
+
+    def take(fd: int) -> int:
+        """Read what is there: the byte count, 0 when nothing is waiting, -1 at end of file."""
+        try:
+            data = os.read(fd, 1 << 16)
+        except BlockingIOError:
+            return 0
+        if not data:
+            return -1
+        if fd == chan_r:
+            reader.feed(data)
+        else:
+            raw.output_total += len(data)
+            room = plan.output_cap - len(kept[fd])
+            if room > 0:
+                kept[fd] += data[:room]
+        return True
+
+    def stop() -> None:
+        kill()
+        sel.close()
+
+    while sel.get_map():
+        timeout = deadline - time.monotonic()
+        if timeout <= 0:
+            raw.timed_out, raw.timeout_phase = True, phase
+            stop()
+            break
+        for key, _ in sel.select(timeout):
+            if take(key.fd) < 0:
+                sel.unregister(key.fd)
+        if raw.output_total > plan.ole_limit:
+            raw.ole = True
+            stop()
+            break
+        if reader.error:
+            raw.channel_error = reader.error
+            stop()
+            break
+        now = time.monotonic()
+        for frame in reader.frames[seen:]:
+            ev = frame.ev
+            if ev == "ready":
+                raw.ready_ms = (now - t0) * 1000.0
+                phase, deadline = "module", now + step
+            elif ev == "module_start":
+                phase, deadline = "module", now + step
+            elif ev == "begin":
+                raw.current_test = frame.header.get("test")
+                phase, deadline = "test", now + step
+            elif ev in ("result", "error", "bad_output"):
+                raw.current_test = None
+                phase, deadline = "between", now + step
+            elif ev in ("done", "compile_error", "module_error", "missing_entry"):
+                phase, deadline = "after", now + 2.0
+        seen = len(reader.frames)
+        if phase == "after":
+            # The runner flushed its output before saying so: take what is buffered and end.
+            for fd in list(sel.get_map()):
+                if fd != chan_r:
+                    while take(fd) > 0 and raw.output_total <= plan.ole_limit:
+                        pass
+            raw.ole = raw.output_total > plan.ole_limit
+            stop()
+            break
+    else:
+        sel.close()
+    if reap(proc, 5.0, raw) is None:
+        kill()
+        reap(proc, 30.0, raw)
+    raw.frames = reader.frames
+    raw.stdout, raw.stderr = bytes(kept[out_fd]), bytes(kept[err_fd])
+    raw.wall_ms = (time.monotonic() - t0) * 1000.0
+    writer.join(timeout=1)
+    return raw

@@ -1,0 +1,294 @@
+"""The program that runs inside the sandbox. Self-contained: the host passes this file's source
+with `python -I -S -c`, so nothing of the judge's tree is visible inside.
+
+Order matters: read the job from stdin, import the libraries, then lock the process down
+(rlimits counted from the CPU already spent, seccomp) and only then touch the user's code.
+Results leave on a private pipe as length-prefixed JSON headers plus raw float64 bytes.
+"""
+
+import io
+import json
+import os
+import resource
+import struct
+import sys
+import time
+import traceback
+
+SOLUTION_FILE = "solution.py"
+
+
+def _read_exact(fd, n):
+    chunks = []
+    while n:
+        b = os.read(fd, min(n, 1 << 20))
+        if not b:
+            raise EOFError("job frame truncated")
+        chunks.append(b)
+        n -= len(b)
+    return b"".join(chunks)
+
+
+class Channel:
+    def __init__(self, fd):
+        self.fd = fd
+
+    def send(self, header, data=b""):
+        header = dict(header, nbytes=len(data))
+        head = json.dumps(header).encode()
+        msg = struct.pack(">I", len(head)) + head
+        self._write(msg)
+        if data:
+            self._write(data)
+
+    def _write(self, b):
+        view = memoryview(b)
+        while view:
+            n = os.write(self.fd, view)
+            view = view[n:]
+
+
+def _flush_std():
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except BaseException:
+            pass
+
+
+def _finish(chan, header):
+    """Flush the user's output first: the host stops reading once it sees a final frame."""
+    _flush_std()
+    chan.send(header)
+    os._exit(0)
+
+
+def _setup_paths(job):
+    import site
+
+    for p in job["site_dirs"]:
+        site.addsitedir(p)
+
+
+def _preload(job, chan):
+    t0 = time.perf_counter()
+    import numpy  # noqa: F401  (always needed to rebuild inputs)
+
+    for name in job["preload"]:
+        try:
+            __import__(name)
+        except Exception:  # a library that fails here fails again for the user, visibly
+            pass
+    if "jax" in sys.modules:
+        import jax
+
+        # Start the backend now, so its threads and allocations are not charged to the user.
+        jax.numpy.zeros(1).block_until_ready()
+    return (time.perf_counter() - t0) * 1000.0
+
+
+def _rebuild(spec, arrays):
+    t = spec["t"]
+    if t == "array":
+        return arrays[spec["k"]]
+    if t == "dict":
+        return {k: _rebuild(v, arrays) for k, v in spec["v"].items()}
+    if t == "none":
+        return None
+    return spec["v"]
+
+
+def _fresh(value):
+    """A private copy for each call, so mutating inputs cannot leak into the next test."""
+    import numpy as np
+
+    if isinstance(value, np.ndarray):
+        return value.copy()
+    if isinstance(value, dict):
+        return {k: _fresh(v) for k, v in value.items()}
+    return value
+
+
+def _limit(res, soft, hard=None):
+    hard = soft if hard is None else hard
+    try:
+        cur_soft, cur_hard = resource.getrlimit(res)
+        if cur_hard != resource.RLIM_INFINITY:
+            hard = min(hard, cur_hard)
+            soft = min(soft, hard)
+        resource.setrlimit(res, (soft, hard))
+    except (ValueError, OSError):
+        pass
+
+
+def _apply_rlimits(job):
+    lim = job["rlimits"]
+    used = resource.getrusage(resource.RUSAGE_SELF)
+    spent = used.ru_utime + used.ru_stime
+    cpu = int(spent + lim["cpu_s"]) + 1
+    # SIGXCPU at the soft limit, SIGKILL one second later for code that ignores it.
+    _limit(resource.RLIMIT_CPU, cpu, cpu + 1)
+    _limit(resource.RLIMIT_FSIZE, lim["fsize"])
+    _limit(resource.RLIMIT_NOFILE, lim["nofile"])
+    _limit(resource.RLIMIT_CORE, 0)
+    if lim.get("nproc"):
+        _limit(resource.RLIMIT_NPROC, lim["nproc"])
+    if lim.get("as_bytes"):
+        _limit(resource.RLIMIT_AS, lim["as_bytes"])
+
+
+KILLED_SYSCALLS = (
+    "socket", "socketpair", "connect", "bind", "listen", "accept", "accept4",
+    "ptrace", "process_vm_readv", "process_vm_writev",
+    "execve", "execveat",
+    "mount", "umount2", "pivot_root", "chroot", "unshare", "setns",
+    "mount_setattr", "move_mount", "open_tree", "fsopen", "fsconfig", "fsmount", "fspick",
+    "kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module",
+    "reboot", "swapon", "swapoff", "acct", "quotactl",
+    "bpf", "perf_event_open", "userfaultfd", "keyctl", "add_key", "request_key",
+    "io_uring_setup", "io_uring_enter", "io_uring_register",
+    "open_by_handle_at", "name_to_handle_at", "fanotify_init", "syslog",
+    "settimeofday", "clock_settime", "ioperm", "iopl", "vhangup", "personality",
+)
+
+CLONE_NS_FLAGS = (
+    0x00020000,  # CLONE_NEWNS
+    0x02000000,  # CLONE_NEWCGROUP
+    0x04000000,  # CLONE_NEWUTS
+    0x08000000,  # CLONE_NEWIPC
+    0x10000000,  # CLONE_NEWUSER
+    0x20000000,  # CLONE_NEWPID
+    0x40000000,  # CLONE_NEWNET
+)
+
+
+def _install_seccomp():
+    import errno
+
+    import pyseccomp as sc
+
+    f = sc.SyscallFilter(defaction=sc.ALLOW)
+    for name in KILLED_SYSCALLS:
+        try:
+            f.add_rule(sc.KILL_PROCESS, name)
+        except Exception:  # a syscall this architecture lacks
+            pass
+    for flag in CLONE_NS_FLAGS:
+        f.add_rule(sc.KILL_PROCESS, "clone", sc.Arg(0, sc.MASKED_EQ, flag, flag))
+    # clone3 hides its flags behind a pointer; ENOSYS makes libc fall back to clone().
+    f.add_rule(sc.ERRNO(errno.ENOSYS), "clone3")
+    f.load()
+
+
+def _user_traceback(exc):
+    """Only the user's own frames, then the exception itself."""
+    frames = [
+        fs for fs in traceback.extract_tb(exc.__traceback__) if fs.filename == SOLUTION_FILE
+    ]
+    lines = ["Traceback (most recent call last):\n"] if frames else []
+    lines += traceback.format_list(frames)
+    lines += traceback.format_exception_only(type(exc), exc)
+    text = "".join(lines)
+    return text if len(text) < 8000 else text[:4000] + "\n...\n" + text[-3000:]
+
+
+def _to_float64(out, expected_size):
+    """Convert whatever the user returned into flat float64 bytes, or explain why not."""
+    import numpy as np
+
+    mod = type(out).__module__ or ""
+    if mod.startswith("torch"):
+        out = out.detach().cpu().numpy()
+    elif mod.startswith(("jax", "jaxlib")):
+        out = np.asarray(out)
+    if isinstance(out, np.ndarray) and type(out) is not np.ndarray:
+        out = out.view(np.ndarray)  # subclasses cannot bring their own arithmetic along
+    try:
+        arr = np.asarray(out)
+    except Exception as e:
+        return None, f"the output could not be read as an array: {type(e).__name__}: {e}"
+    if arr.dtype == object or arr.dtype.kind not in "biuf":
+        return None, f"the output is not numeric (dtype {arr.dtype})"
+    shape = [int(s) for s in arr.shape]
+    if arr.size != expected_size:
+        return shape, (
+            f"the output has {arr.size} elements, the expected output has {expected_size}"
+        )
+    flat = np.ascontiguousarray(arr, dtype="<f8").reshape(-1)
+    return (flat, shape), None
+
+
+def main():
+    t_start = time.perf_counter()
+    head = _read_exact(0, 4)
+    if head != b"TJ1\n":
+        raise SystemExit("bad job frame")
+    (hlen,) = struct.unpack(">Q", _read_exact(0, 8))
+    job = json.loads(_read_exact(0, hlen))
+    blob = _read_exact(0, job["npz_bytes"])
+    os.close(0)
+    chan = Channel(job["channel_fd"])
+    _setup_paths(job)
+    import_ms = _preload(job, chan)
+
+    import numpy as np
+
+    with np.load(io.BytesIO(blob), allow_pickle=False) as npz:
+        arrays = {k: npz[k] for k in npz.files}
+    del blob
+    tests = [_rebuild(spec, arrays) for spec in job["tests_args"]]
+    sizes = job["expected_sizes"]
+
+    _apply_rlimits(job)
+    if job.get("seccomp", True):
+        _install_seccomp()
+    chan.send({"ev": "ready", "import_ms": import_ms,
+               "startup_ms": (time.perf_counter() - t_start) * 1000.0})
+
+    # From here on, everything may be hostile.
+    try:
+        code = compile(job["code"], SOLUTION_FILE, "exec", dont_inherit=True)
+    except SyntaxError as e:
+        msg = "".join(traceback.format_exception_only(type(e), e))
+        _finish(chan, {"ev": "compile_error", "message": msg, "line": e.lineno})
+    except (ValueError, MemoryError, RecursionError) as e:
+        _finish(chan, {"ev": "compile_error", "message": f"{type(e).__name__}: {e}", "line": None})
+
+    namespace = {"__name__": "solution", "__file__": SOLUTION_FILE, "__builtins__": __builtins__}
+    chan.send({"ev": "module_start"})
+    t0 = time.perf_counter()
+    try:
+        exec(code, namespace)
+    except BaseException as e:  # SystemExit included: the module must not leave early
+        _finish(chan, {"ev": "module_error", "message": _user_traceback(e),
+                       "time_ms": (time.perf_counter() - t0) * 1000.0})
+    entry = namespace.get(job["entry"])
+    if not callable(entry):
+        what = "is not defined" if entry is None else f"is a {type(entry).__name__}, not a function"
+        _finish(chan, {"ev": "missing_entry", "message": f"`{job['entry']}` {what}"})
+
+    for i, args in enumerate(tests):
+        kwargs = _fresh(args)
+        chan.send({"ev": "begin", "test": i})
+        t0 = time.perf_counter()
+        try:
+            out = entry(**kwargs)
+            converted, problem = _to_float64(out, sizes[i])
+        except BaseException as e:
+            dt = (time.perf_counter() - t0) * 1000.0
+            chan.send({"ev": "error", "test": i, "time_ms": dt, "message": _user_traceback(e)})
+            continue
+        dt = (time.perf_counter() - t0) * 1000.0
+        if problem is not None:
+            chan.send({"ev": "bad_output", "test": i, "time_ms": dt, "message": problem,
+                       "shape": converted})
+            continue
+        flat, shape = converted
+        chan.send({"ev": "result", "test": i, "time_ms": dt, "dtype": "<f8", "shape": shape},
+                  flat.tobytes())
+        del out, flat, converted
+    _finish(chan, {"ev": "done"})
+
+
+if __name__ == "__main__":
+    main()

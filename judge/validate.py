@@ -1,0 +1,114 @@
+"""Package verification: the package proves its own claims.
+
+Every expected output is finite; the float32 reference stays within the tolerance of a
+float64 run (so the tolerance is not tighter than honest float32 arithmetic); the reference
+passes its own tests in the sandbox; every packaged submission gets its folder's verdict.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from judge.engine import Sandbox, judge
+from judge.expected import expected_outputs
+from judge.package import Package, PackageError, load_package
+from judge.verdicts import JudgeResult, Verdict
+
+
+@dataclass
+class Check:
+    what: str
+    ok: bool
+    detail: str = ""
+
+
+@dataclass
+class Report:
+    path: Path
+    slug: str | None = None
+    checks: list[Check] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.checks) and all(c.ok for c in self.checks)
+
+    def add(self, what: str, ok: bool, detail: str = "") -> Check:
+        c = Check(what, ok, detail)
+        self.checks.append(c)
+        return c
+
+
+def precision_margin(f32: np.ndarray, f64: np.ndarray, atol: float, rtol: float) -> float:
+    """max |f32 - f64| / (atol + rtol |f64|): below 1 means float32 fits the tolerance."""
+    bound = atol + rtol * np.abs(f64)
+    return float(np.max(np.abs(f32 - f64) / bound)) if f64.size else 0.0
+
+
+def validate(
+    path: Path | str,
+    sandbox: Sandbox,
+    *,
+    parallel: int = 2,
+    progress: Callable[[Check], None] | None = None,
+) -> Report:
+    report = Report(Path(path))
+
+    def note(what: str, ok: bool, detail: str = "") -> None:
+        c = report.add(what, ok, detail)
+        if progress:
+            progress(c)
+
+    try:
+        package = load_package(path)
+    except PackageError as e:
+        for d in e.defects:
+            note("package", False, str(d))
+        return report
+    report.slug = package.slug
+    note("package", True, f"{len(package.samples)} samples, "
+         f"{len(package.tests) - len(package.samples)} hidden tests")
+    try:
+        f32 = expected_outputs(package, package.tests)
+        f64 = expected_outputs(package, package.tests, float64=True)
+    except Exception as e:  # noqa: BLE001
+        note("reference runs", False, str(e))
+        return report
+    bad = [t.name for t, e in zip(package.tests, f32, strict=True) if not np.isfinite(e).all()]
+    note("expected outputs finite", not bad, ", ".join(bad))
+    tol = package.manifest.tolerance
+    margins = [precision_margin(a, b, tol.atol, tol.rtol) for a, b in zip(f32, f64, strict=True)]
+    worst = int(np.argmax(margins))
+    note("float32 reference within tolerance of float64", margins[worst] < 1.0,
+         f"worst {package.tests[worst].name}: {margins[worst]:.3g} of the tolerance")
+
+    jobs: list[tuple[str, str, Verdict]] = [
+        ("reference", package.reference_source, Verdict.AC)
+    ] + [(s.label, s.path.read_text(encoding="utf-8"), s.expected)
+         for s in package.submissions()]
+    if not any(v is Verdict.AC for _, _, v in jobs[1:]):
+        note("submissions", False, "no accepted submission packaged")
+
+    def run(job: tuple[str, str, Verdict]) -> tuple[str, Verdict, JudgeResult]:
+        label, code, want = job
+        return label, want, judge(package, code, sandbox)
+
+    with ThreadPoolExecutor(max_workers=max(1, parallel)) as pool:
+        for label, want, res in pool.map(run, jobs):
+            detail = f"got {res.verdict.value} ({res.passed}/{len(res.tests)}), " \
+                f"{(res.wall_ms or 0) / 1000:.1f} s"
+            if res.verdict is not want:
+                failing = next((t for t in res.tests if t.verdict not in (Verdict.AC, None)),
+                               None)
+                why = (failing.message if failing else None) or res.message or ""
+                detail += f"; want {want.value}: {why[:300]}"
+            note(label, res.verdict is want, detail)
+    return report
+
+
+def validate_package(package: Package, sandbox: Sandbox) -> Report:
+    return validate(package.path, sandbox)

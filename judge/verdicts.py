@@ -1,0 +1,161 @@
+"""The one verdict type, its precedence and the one way per-test verdicts become a result."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+class Verdict(StrEnum):
+    AC = "AC"
+    WA = "WA"
+    TLE = "TLE"
+    MLE = "MLE"
+    RE = "RE"
+    CE = "CE"
+    OLE = "OLE"
+    IE = "IE"
+
+    @property
+    def words(self) -> str:
+        return VERDICT_WORDS[self]
+
+    @property
+    def folder(self) -> str:
+        """The package folder whose submissions must get this verdict."""
+        return VERDICT_FOLDERS[self]
+
+
+VERDICT_WORDS: dict[Verdict, str] = {
+    Verdict.AC: "Accepted",
+    Verdict.WA: "Wrong Answer",
+    Verdict.TLE: "Time Limit Exceeded",
+    Verdict.MLE: "Memory Limit Exceeded",
+    Verdict.RE: "Runtime Error",
+    Verdict.CE: "Compile Error",
+    Verdict.OLE: "Output Limit Exceeded",
+    Verdict.IE: "Internal Error",
+}
+
+VERDICT_FOLDERS: dict[Verdict, str] = {
+    Verdict.AC: "accepted",
+    Verdict.WA: "wrong_answer",
+    Verdict.TLE: "time_limit_exceeded",
+    Verdict.MLE: "memory_limit_exceeded",
+    Verdict.RE: "run_time_error",
+    Verdict.CE: "compile_error",
+    Verdict.OLE: "output_limit_exceeded",
+    Verdict.IE: "internal_error",
+}
+
+# Most severe first. A judge fault outranks everything (the run proves nothing), a file that
+# does not compile has no tests to speak of, and among test failures the ones that stop the
+# sandbox outrank the ones it survives.
+PRECEDENCE: tuple[Verdict, ...] = (
+    Verdict.IE,
+    Verdict.CE,
+    Verdict.OLE,
+    Verdict.MLE,
+    Verdict.TLE,
+    Verdict.RE,
+    Verdict.WA,
+    Verdict.AC,
+)
+_RANK = {v: i for i, v in enumerate(PRECEDENCE)}
+
+
+def worst(verdicts: list[Verdict]) -> Verdict:
+    """The most severe verdict of a non-empty list."""
+    return min(verdicts, key=_RANK.__getitem__)
+
+
+@dataclass
+class TestResult:
+    """One test's outcome. `verdict` is None when the test was not run (an earlier test ended
+    the sandbox)."""
+
+    __test__ = False  # not a pytest class, despite the name
+
+    name: str
+    verdict: Verdict | None
+    time_ms: float | None = None
+    max_abs_err: float | None = None
+    max_rel_err: float | None = None
+    mismatches: int | None = None
+    worst_index: list[int] | None = None
+    got: float | None = None
+    want: float | None = None
+    shape: list[int] | None = None
+    message: str | None = None
+    # The |got - want| grid in the unflattened output shape (rows x features), kept small, for
+    # the wrong-answer picture; None when there is nothing to draw.
+    error_grid: list[list[float]] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "verdict": self.verdict.value if self.verdict else None,
+            "time_ms": None if self.time_ms is None else round(self.time_ms, 3),
+            "max_abs_err": self.max_abs_err,
+            "max_rel_err": self.max_rel_err,
+            "mismatches": self.mismatches,
+            "worst_index": self.worst_index,
+            "got": self.got,
+            "want": self.want,
+            "shape": self.shape,
+            "message": self.message,
+            "error_grid": self.error_grid,
+        }
+
+
+@dataclass
+class JudgeResult:
+    verdict: Verdict
+    tests: list[TestResult] = field(default_factory=list)
+    message: str | None = None
+    stdout: str = ""
+    stderr: str = ""
+    # Seconds spent before the first test (process start and imports), for the record.
+    startup_ms: float | None = None
+    wall_ms: float | None = None
+
+    @property
+    def passed(self) -> int:
+        return sum(1 for t in self.tests if t.verdict is Verdict.AC)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "verdict": self.verdict.value,
+            "score": {"passed": self.passed, "total": len(self.tests)},
+            "message": self.message,
+            "tests": [t.to_dict() for t in self.tests],
+            "stdout": self.stdout,
+            "stderr": self.stderr,
+            "startup_ms": None if self.startup_ms is None else round(self.startup_ms, 1),
+            "wall_ms": None if self.wall_ms is None else round(self.wall_ms, 1),
+        }
+
+
+def aggregate(
+    tests: list[TestResult],
+    *,
+    message: str | None = None,
+    stdout: str = "",
+    stderr: str = "",
+    compile_error: str | None = None,
+    internal_error: str | None = None,
+) -> JudgeResult:
+    """The single rule that turns per-test outcomes into the submission's verdict."""
+    if internal_error is not None:
+        return JudgeResult(Verdict.IE, tests, internal_error, stdout, stderr)
+    if compile_error is not None:
+        return JudgeResult(Verdict.CE, tests, compile_error, stdout, stderr)
+    ran = [t.verdict for t in tests if t.verdict is not None]
+    if not ran:
+        # Nothing ran and nothing explains why: that is the judge's fault, never the user's.
+        return JudgeResult(Verdict.IE, tests, message or "no test was run", stdout, stderr)
+    verdict = worst(ran)
+    if verdict is Verdict.AC and len(ran) < len(tests):
+        return JudgeResult(Verdict.IE, tests, "some tests were not run", stdout, stderr)
+    return JudgeResult(verdict, tests, message, stdout, stderr)

@@ -1,0 +1,23 @@
+# Post-LN instead of Pre-LN: x = LN(x + sublayer(x)) normalises after the residual
+import jax
+import jax.numpy as jnp
+import flax.linen as nn
+
+
+class EncoderBlock(nn.Module):
+    num_heads: int
+    d_ff: int
+
+    @nn.compact
+    def __call__(self, x):
+        x = nn.LayerNorm()(x + nn.MultiHeadDotProductAttention(num_heads=self.num_heads)(x))
+        h = nn.Dense(self.d_ff)(x)
+        h = nn.relu(h)
+        h = nn.Dense(x.shape[-1])(h)
+        return nn.LayerNorm()(x + h)
+
+
+def encoder_block_forward(seed, x, num_heads, d_ff):
+    x = jnp.asarray(x)
+    m = EncoderBlock(num_heads, d_ff)
+    return m.apply(m.init(jax.random.PRNGKey(seed), x), x).reshape(-1)
