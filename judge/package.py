@@ -230,7 +230,8 @@ def load_package(path: Path | str, *, check_generator: bool = True) -> Package:
     if manifest is not None:
         if manifest.slug != path.name:
             defects.append(
-                Defect("problem.toml", "slug", f"{manifest.slug!r} differs from folder {path.name!r}")
+                Defect("problem.toml", "slug",
+                       f"{manifest.slug!r} differs from folder {path.name!r}")
             )
         ref_path = (path / manifest.reference).resolve()
         if not ref_path.is_file():

@@ -84,7 +84,7 @@ def encode_job(header: dict[str, Any], tests_args: list[dict[str, Any]]) -> byte
         for k, a in arrays.items():
             all_arrays[renamed[k]] = a
     buf = io.BytesIO()
-    np.savez(buf, **all_arrays)
+    np.savez(buf, **all_arrays)  # type: ignore[arg-type]
     blob = buf.getvalue()
     head = json.dumps({**header, "tests_args": specs, "npz_bytes": len(blob)}).encode()
     return MAGIC + struct.pack(">Q", len(head)) + head + blob

@@ -10,6 +10,7 @@ wall time enforced from here by killing the whole group.
 from __future__ import annotations
 
 import collections
+import contextlib
 import itertools
 import os
 import shlex
@@ -174,10 +175,8 @@ class BwrapSandbox:
         def kill() -> None:
             if cgroup is not None:
                 cgroup.kill_all()
-            try:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(proc.pid, 9)
-            except (ProcessLookupError, PermissionError):
-                pass
 
         raw = RawRun()
         try:

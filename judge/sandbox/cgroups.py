@@ -6,6 +6,7 @@ privileges and execs bubblewrap), so nothing it starts ever runs outside the gro
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import time
@@ -74,19 +75,15 @@ class Cgroup:
 
     def kill_all(self) -> None:
         if self.version == 2 and (self.dirs[0] / "cgroup.kill").exists():
-            try:
+            with contextlib.suppress(OSError):
                 _write(self.dirs[0] / "cgroup.kill", "1")
-            except OSError:
-                pass
         for _ in range(50):
             pids = self.pids()
             if not pids:
                 return
             for pid in pids:
-                try:
+                with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
             time.sleep(0.01)
 
     def remove(self) -> None:
@@ -164,9 +161,7 @@ class CgroupManager:
         pids.mkdir()
         _write(mem / "memory.limit_in_bytes", str(memory_bytes))
         if (mem / "memory.memsw.limit_in_bytes").exists():
-            try:
+            with contextlib.suppress(OSError):
                 _write(mem / "memory.memsw.limit_in_bytes", str(memory_bytes))
-            except OSError:
-                pass
         _write(pids / "pids.max", str(max_pids))
         return Cgroup(1, [mem, pids], [mem / "cgroup.procs", pids / "cgroup.procs"], mem)

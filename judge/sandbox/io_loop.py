@@ -178,8 +178,8 @@ def pump(
         seen = len(reader.frames)
         if phase == "after":
             # The runner flushed its output before saying so: take what is buffered and end.
-            for fd in list(sel.get_map()):
-                if fd != chan_r:
+            for fd in [out_fd, err_fd]:
+                if fd in sel.get_map():
                     while take(fd) > 0 and raw.output_total <= plan.ole_limit:
                         pass
             raw.ole = raw.output_total > plan.ole_limit

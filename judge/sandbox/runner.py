@@ -6,6 +6,7 @@ Order matters: read the job from stdin, import the libraries, then lock the proc
 Results leave on a private pipe as length-prefixed JSON headers plus raw float64 bytes.
 """
 
+import contextlib
 import io
 import json
 import os
@@ -50,10 +51,8 @@ class Channel:
 
 def _flush_std():
     for stream in (sys.stdout, sys.stderr):
-        try:
+        with contextlib.suppress(BaseException):
             stream.flush()
-        except BaseException:
-            pass
 
 
 def _finish(chan, header):
@@ -75,10 +74,9 @@ def _preload(job, chan):
     import numpy  # noqa: F401  (always needed to rebuild inputs)
 
     for name in job["preload"]:
-        try:
+        # A library that fails here fails again for the user, visibly.
+        with contextlib.suppress(Exception):
             __import__(name)
-        except Exception:  # a library that fails here fails again for the user, visibly
-            pass
     if "jax" in sys.modules:
         import jax
 
@@ -169,10 +167,8 @@ def _install_seccomp():
 
     f = sc.SyscallFilter(defaction=sc.ALLOW)
     for name in KILLED_SYSCALLS:
-        try:
+        with contextlib.suppress(Exception):  # a syscall this architecture lacks
             f.add_rule(sc.KILL_PROCESS, name)
-        except Exception:  # a syscall this architecture lacks
-            pass
     for flag in CLONE_NS_FLAGS:
         f.add_rule(sc.KILL_PROCESS, "clone", sc.Arg(0, sc.MASKED_EQ, flag, flag))
     # clone3 hides its flags behind a pointer; ENOSYS makes libc fall back to clone().
@@ -272,7 +268,7 @@ def main():
         chan.send({"ev": "begin", "test": i})
         t0 = time.perf_counter()
         try:
-            out = entry(**kwargs)
+            out = entry(**kwargs)  # type: ignore[operator]
             converted, problem = _to_float64(out, sizes[i])
         except BaseException as e:
             dt = (time.perf_counter() - t0) * 1000.0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -110,10 +111,8 @@ def test_network_connection_fails(run):
     def accept() -> None:
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline and not accepted:
-            try:
+            with contextlib.suppress(OSError):
                 accepted.append(server.accept())
-            except OSError:
-                pass
 
     t = threading.Thread(target=accept)
     t.start()
@@ -264,7 +263,8 @@ def test_process_execution_is_blocked(run):
 
 
 def test_flood_of_output_is_ole(run):
-    res = run("import sys\ndef double(x):\n    while True:\n        sys.stdout.write('x' * 65536)\n")
+    res = run("import sys\ndef double(x):\n    while True:\n"
+              "        sys.stdout.write('x' * 65536)\n")
     assert res.verdict is Verdict.OLE
     assert len(res.stdout) <= 16 << 10
 
@@ -282,3 +282,32 @@ def test_mutating_inputs_does_not_leak_between_tests(run, sandbox, double):
     # Each call gets fresh copies, so an in-place edit cannot change the next test's inputs.
     res = run("def double(x):\n    y = (2 * x).reshape(-1).copy()\n    x[...] = 0\n    return y\n")
     assert res.verdict is Verdict.AC
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        "libc.unshare(0x10000000)",  # CLONE_NEWUSER
+        "libc.ptrace(16, 1, 0, 0)",  # PTRACE_ATTACH to pid 1
+        "libc.mount(b'none', b'/tmp', b'tmpfs', 0, None)",
+    ],
+    ids=["unshare", "ptrace", "mount"],
+)
+def test_dangerous_syscalls_kill_the_sandbox(run, call):
+    code = (
+        "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+        f"def double(x):\n    {call}\n    return (2 * x).reshape(-1)\n"
+    )
+    res = run(code, samples_only=True)
+    assert res.verdict is Verdict.RE, res.to_dict()
+    assert "forbidden system call" in (res.tests[0].message or "")
+
+
+def test_without_cgroups_memory_is_still_capped(double):
+    from judge.engine import judge
+    from judge.sandbox import BwrapConfig, BwrapSandbox
+
+    sb = BwrapSandbox(BwrapConfig(use_cgroups=False))
+    res = judge(double, "def double(x):\n    b = bytearray(8 << 30)\n    return b\n", sb)
+    assert res.verdict in (Verdict.RE, Verdict.MLE), res.to_dict()
+    assert judge(double, CORRECT, sb).verdict is Verdict.AC

@@ -1,4 +1,4 @@
-# interleaved head split: head h takes features h, h+H, h+2H, ... instead of the block h*d_k..(h+1)*d_k-1
+# interleaved head split: head h takes features h, h+H, h+2H, ... instead of a contiguous block
 import torch
 import torch.nn.functional as F
 

@@ -28,7 +28,9 @@ def decoder_block_forward(tgt, memory, params, num_heads, memory_mask=None):
     causal = np.tril(np.ones((T, T), dtype=bool))
     keep = True if memory_mask is None else memory_mask[:, None, None, :]
     with np.errstate(over="ignore", invalid="ignore"):
-        x = layer_norm(tgt + attention(tgt, tgt, p, "sa_", num_heads, causal), p["ln1_g"], p["ln1_b"])
-        x = layer_norm(x + attention(x, memory, p, "ca_", num_heads, keep), p["ln2_g"], p["ln2_b"])
+        sa = attention(tgt, tgt, p, "sa_", num_heads, causal)
+        x = layer_norm(tgt + sa, p["ln1_g"], p["ln1_b"])
+        ca = attention(x, memory, p, "ca_", num_heads, keep)
+        x = layer_norm(x + ca, p["ln2_g"], p["ln2_b"])
     f = np.maximum(x @ p["ff_w1"] + p["ff_b1"], 0) @ p["ff_w2"] + p["ff_b2"]
     return layer_norm(x + f, p["ln3_g"], p["ln3_b"]).reshape(-1)

@@ -15,8 +15,10 @@ def decoder_block_forward(tgt, memory, params, num_heads, memory_mask=None):
                                        batch_first=True, norm_first=False).eval()
     with torch.no_grad():
         for attn, s in ((layer.self_attn, "sa"), (layer.multihead_attn, "ca")):
-            attn.in_proj_weight.copy_(torch.cat([_t(p[s + "_wq"]), _t(p[s + "_wk"]), _t(p[s + "_wv"])]))
-            attn.in_proj_bias.copy_(torch.from_numpy(np.concatenate([p[s + "_bq"], p[s + "_bk"], p[s + "_bv"]])))
+            wq, wk, wv = _t(p[s + "_wq"]), _t(p[s + "_wk"]), _t(p[s + "_wv"])
+            attn.in_proj_weight.copy_(torch.cat([wq, wk, wv]))
+            bias = np.concatenate([p[s + "_bq"], p[s + "_bk"], p[s + "_bv"]])
+            attn.in_proj_bias.copy_(torch.from_numpy(bias))
             attn.out_proj.weight.copy_(_t(p[s + "_wo"]))
             attn.out_proj.bias.copy_(torch.from_numpy(p[s + "_bo"]))
         layer.linear1.weight.copy_(_t(p["ff_w1"]))

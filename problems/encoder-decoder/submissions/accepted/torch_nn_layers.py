@@ -22,7 +22,8 @@ def transformer_forward(src_ids, tgt_ids, src_emb, tgt_emb, enc_pos_embed, dec_p
                   activation=_gelu_tanh, batch_first=True, norm_first=False, bias=False)
 
     with torch.no_grad():
-        x = torch.from_numpy(src_emb)[torch.from_numpy(src_ids).long()] + torch.from_numpy(enc_pos_embed)
+        x = F.embedding(torch.from_numpy(src_ids).long(), torch.from_numpy(src_emb))
+        x = x + torch.from_numpy(enc_pos_embed)
         for w in enc:
             layer = nn.TransformerEncoderLayer(**common).eval()
             _load_attn(layer.self_attn, w[0:4])
@@ -30,7 +31,8 @@ def transformer_forward(src_ids, tgt_ids, src_emb, tgt_emb, enc_pos_embed, dec_p
             layer.linear2.weight.copy_(w[5].T)
             x = layer(x)
 
-        y = torch.from_numpy(tgt_emb)[torch.from_numpy(tgt_ids).long()] + torch.from_numpy(dec_pos_embed)
+        y = F.embedding(torch.from_numpy(tgt_ids).long(), torch.from_numpy(tgt_emb))
+        y = y + torch.from_numpy(dec_pos_embed)
         causal = nn.Transformer.generate_square_subsequent_mask(y.shape[1])
         for w in dec:
             layer = nn.TransformerDecoderLayer(**common).eval()

@@ -1,4 +1,4 @@
-# Pre-LN (x + sublayer(LN(x)), plus a final LN) instead of the required Post-LN (LN(x + sublayer(x)))
+# Pre-LN (x + sublayer(LN(x)), plus a final LN) instead of Post-LN (LN(x + sublayer(x)))
 from functools import partial
 
 import jax

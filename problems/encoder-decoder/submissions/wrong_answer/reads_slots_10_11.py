@@ -23,11 +23,11 @@ def _ffn(z, w1, w2):
 
 def transformer_forward(src_ids, tgt_ids, src_emb, tgt_emb, enc_pos_embed, dec_pos_embed,
                         enc_blocks, dec_blocks, w_head, num_heads):
-    x = torch.from_numpy(src_emb)[torch.from_numpy(src_ids).long()] + torch.from_numpy(enc_pos_embed)
+    x = torch.from_numpy(src_emb)[src_ids.astype("int64")] + torch.from_numpy(enc_pos_embed)
     for w in torch.from_numpy(enc_blocks):
         x = _norm(x + _attn(x, x, w[0:4], num_heads, False))
         x = _norm(x + _ffn(x, w[4], w[5]))
-    y = torch.from_numpy(tgt_emb)[torch.from_numpy(tgt_ids).long()] + torch.from_numpy(dec_pos_embed)
+    y = torch.from_numpy(tgt_emb)[tgt_ids.astype("int64")] + torch.from_numpy(dec_pos_embed)
     for w in torch.from_numpy(dec_blocks):
         y = _norm(y + _attn(y, y, w[0:4], num_heads, True))
         y = _norm(y + _attn(y, x, w[4:8], num_heads, False))
