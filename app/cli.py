@@ -15,6 +15,10 @@ cli = typer.Typer(add_completion=False, no_args_is_help=True, help="tensorjudge:
                   "judge for machine-learning implementation problems.")
 problems_cli = typer.Typer(no_args_is_help=True, help="Problem packages.")
 cli.add_typer(problems_cli, name="problems")
+users_cli = typer.Typer(no_args_is_help=True, help="User accounts.")
+cli.add_typer(users_cli, name="users")
+db_cli = typer.Typer(no_args_is_help=True, help="The database.")
+cli.add_typer(db_cli, name="db")
 
 
 def _fail(msg: str, code: int = 2) -> None:
@@ -74,8 +78,22 @@ def judge_cmd(
 
 
 @problems_cli.command("list")
-def problems_list() -> None:
-    """The bundled problems."""
+def problems_list(
+    bundled: Annotated[bool, typer.Option("--bundled", help="the package folders in the "
+                                          "problems directory, not the database")] = False,
+) -> None:
+    """The problems in the database (when one is set up), else the bundled packages."""
+    if not bundled and _database_configured():
+        from app.services import problems
+
+        ctx = _ctx()
+        rows = problems.list_problems(ctx)
+        if not rows:
+            typer.echo("no problems in the database (tensorjudge problems add PATH)")
+        for row in rows:
+            typer.echo(f"{row['slug']:24} v{row['version']:<3} {row['difficulty']:7} "
+                       f"{'/'.join(row['frameworks']):17} {row['title']}")
+        return
     from judge.package import PackageError, discover, load_package
 
     root = get_settings().problems_dir
@@ -118,6 +136,275 @@ def problems_validate(
         typer.echo(f"  => {'valid' if report.ok else 'INVALID'}")
     if failed:
         _fail(f"{failed} of {len(paths)} packages invalid", 1)
+
+
+# --- the service -------------------------------------------------------------------------
+
+
+def _database_configured() -> bool:
+    st = get_settings()
+    return bool(st.database_url) or (st.data_dir / "tensorjudge.db").is_file()
+
+
+def _ctx():  # noqa: ANN202
+    """The service context for an admin command. The embedded database is created or
+    migrated on the spot; a configured one must already be current (`db upgrade`)."""
+    from app.context import Context
+    from app.db import migrate
+    from app.logs import setup_logging
+
+    st = get_settings()
+    setup_logging("WARNING", "text")
+    ctx = Context.create(st)
+    try:
+        if st.is_embedded_database:
+            migrate.upgrade(ctx.db)
+        else:
+            migrate.require_current(ctx.db)
+    except migrate.SchemaOutdated as e:
+        _fail(str(e))
+    except Exception as e:  # noqa: BLE001
+        _fail(f"cannot use the database: {e}")
+    return ctx
+
+
+def _service_call(fn, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+    from app.services.errors import ServiceError
+    from app.services.problems import PackageRejected
+
+    try:
+        return fn(*args, **kwargs)
+    except PackageRejected as e:
+        _fail(str(e), 1)
+    except ServiceError as e:
+        _fail(e.message, 1)
+
+
+@cli.command("serve")
+def serve_cmd(
+    host: Annotated[str, typer.Option(help="address to listen on")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="port")] = 8000,
+    workers: Annotated[int | None, typer.Option(
+        help="embedded judge workers (default TENSORJUDGE_WORKERS, else 1)")] = None,
+) -> None:
+    """Web pages, REST API and N embedded judge workers. Migrates the schema and loads the
+    bundled problems that the database does not have yet."""
+    import uvicorn
+
+    from app.context import Context
+    from app.db import migrate
+    from app.logs import setup_logging
+    from app.main import create_app
+    from app.services import problems
+
+    st = get_settings()
+    setup_logging(st.log_level, st.log_format)
+    n = st.workers if workers is None else workers
+    sandbox = _sandbox() if n > 0 else None
+    ctx = Context.create(st)
+    try:
+        migrate.upgrade(ctx.db)
+    except Exception as e:  # noqa: BLE001
+        _fail(f"cannot migrate the database: {e}")
+    added = problems.sync_bundled(ctx)
+    for v in added:
+        typer.echo(f"loaded bundled problem {v.slug} (version {v.number})", err=True)
+    app = create_app(st, workers=n, sandbox=sandbox, warm_samples=True, ctx=ctx)
+    uvicorn.run(app, host=host, port=port, log_config=None, timeout_graceful_shutdown=10)
+
+
+@cli.command("worker")
+def worker_cmd(
+    concurrency: Annotated[int, typer.Option(help="submissions judged at once")] = 1,
+) -> None:
+    """A standalone judge worker against the configured database."""
+    import signal
+
+    from app.logs import setup_logging
+    from app.worker import WorkerPool
+
+    if concurrency < 1:
+        _fail("--concurrency must be at least 1")
+    st = get_settings()
+    sandbox = _sandbox()
+    ctx = _ctx()
+    setup_logging(st.log_level, st.log_format)
+    pool = WorkerPool(ctx, concurrency, kind="standalone", sandbox=sandbox)
+    signals = 0
+
+    def on_signal(signum, _frame) -> None:  # noqa: ANN001
+        nonlocal signals
+        signals += 1
+        if signals > 1:  # a second signal: do not wait for the judgements in progress
+            pool.abandon()
+            sys.exit(128 + signum)
+        pool.stopping.set()
+        ctx.hub.queue_changed()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    pool.start()
+    while not pool.stopping.wait(1.0):
+        pass
+    # Judging in progress finishes; a second signal cuts it short (the lease covers that).
+    pool.stop()
+
+
+@problems_cli.command("add")
+def problems_add(path: Annotated[Path, typer.Argument(help="a package folder")]) -> None:
+    """Validate a package (reference and packaged submissions) and add it as version 1."""
+    _store(path, "add")
+
+
+@problems_cli.command("update")
+def problems_update(path: Annotated[Path, typer.Argument(help="a package folder")]) -> None:
+    """Validate a changed package and add it as the problem's next version (submissions
+    keep the version they were judged against)."""
+    _store(path, "update")
+
+
+def _store(path: Path, mode: str) -> None:
+    from app.services import problems
+
+    ctx = _ctx()
+
+    def show(c) -> None:  # noqa: ANN001
+        typer.echo(f"  {'ok  ' if c.ok else 'FAIL'} {c.what:44} {c.detail}")
+
+    typer.echo(f"validating {path}")
+    v = _service_call(problems.store, ctx, path, mode=mode,
+                      validator=problems.sandbox_validator(ctx, progress=show))
+    if v.created:
+        typer.echo(f"{v.slug}: version {v.number} stored ({v.content_hash[:12]})")
+    else:
+        typer.echo(f"{v.slug}: unchanged, still version {v.number}")
+
+
+@problems_cli.command("export")
+def problems_export(
+    slug: Annotated[str, typer.Argument(help="problem slug")],
+    dest: Annotated[Path, typer.Argument(help="folder to write DEST/SLUG into")],
+    version: Annotated[int | None, typer.Option(help="a version number (default: current)")]
+    = None,
+    force: Annotated[bool, typer.Option("--force", help="replace DEST/SLUG")] = False,
+) -> None:
+    """Write a stored version as a self-contained package folder DEST/SLUG."""
+    from app.services import problems
+
+    ctx = _ctx()
+    target = _service_call(problems.export, ctx, slug, dest, version=version, force=force)
+    typer.echo(str(target))
+
+
+@problems_cli.command("versions")
+def problems_versions(slug: Annotated[str, typer.Argument(help="problem slug")]) -> None:
+    """A problem's versions and how many submissions each has."""
+    from app.services import problems
+
+    for v in _service_call(problems.versions, _ctx(), slug):
+        typer.echo(f"v{v['version']:<3} {v['content_hash'][:12]}  {v['created_at']}  "
+                   f"{v['submissions']} submissions")
+
+
+def _read_password(password_stdin: bool) -> str:
+    if password_stdin:
+        pw = sys.stdin.readline().rstrip("\r\n")
+    else:
+        pw = typer.prompt("password", hide_input=True, confirmation_prompt=True)
+    return pw
+
+
+@users_cli.command("create")
+def users_create(
+    name: Annotated[str, typer.Argument(help="username")],
+    admin: Annotated[bool, typer.Option("--admin", help="an administrator")] = False,
+    password_stdin: Annotated[bool, typer.Option(
+        "--password-stdin", help="read the password from the first line of stdin")] = False,
+) -> None:
+    """Create a user (password from a prompt or --password-stdin)."""
+    from app.services import users
+
+    ctx = _ctx()
+    u = _service_call(users.create_user, ctx, name, _read_password(password_stdin),
+                      admin=admin)
+    typer.echo(f"user {u.username} created (id {u.id}{', admin' if u.is_admin else ''})")
+
+
+@users_cli.command("list")
+def users_list() -> None:
+    from app.services import users
+
+    for u in users.list_users(_ctx()):
+        typer.echo(f"{u.id:6} {u.username:32} {'admin' if u.is_admin else ''}")
+
+
+@users_cli.command("set-password")
+def users_set_password(
+    name: Annotated[str, typer.Argument(help="username")],
+    password_stdin: Annotated[bool, typer.Option("--password-stdin")] = False,
+) -> None:
+    from app.services import users
+
+    _service_call(users.set_password, _ctx(), name, _read_password(password_stdin))
+    typer.echo("password changed")
+
+
+@users_cli.command("revoke-tokens")
+def users_revoke_tokens(name: Annotated[str, typer.Argument(help="username")]) -> None:
+    """Revoke every token of a user."""
+    from app.services import users
+
+    n = _service_call(users.revoke_all_tokens, _ctx(), name)
+    typer.echo(f"{n} tokens revoked")
+
+
+@cli.command("rejudge")
+def rejudge_cmd(
+    submission: Annotated[list[int] | None, typer.Option(
+        "--submission", help="a submission id (repeatable)")] = None,
+    problem: Annotated[str | None, typer.Option(
+        "--problem", help="every submission of this problem")] = None,
+    same_version: Annotated[bool, typer.Option(
+        "--same-version", help="judge against the version each was judged against "
+        "(default: the problem's current version)")] = False,
+) -> None:
+    """Queue submissions again; their old results are kept."""
+    from app.services import submissions
+
+    if bool(submission) == bool(problem):
+        _fail("give --submission ID or --problem SLUG")
+    ctx = _ctx()
+    ids = list(submission or []) or _service_call(submissions.ids_of_problem, ctx, problem)
+    n = _service_call(submissions.rejudge, ctx, ids, latest_version=not same_version)
+    typer.echo(f"{n} submissions queued again")
+
+
+@db_cli.command("upgrade")
+def db_upgrade(
+    revision: Annotated[str, typer.Argument(help="target revision")] = "head",
+) -> None:
+    """Apply the migrations."""
+    from app.context import Context
+    from app.db import migrate
+
+    st = get_settings()
+    ctx = Context.create(st)
+    before = migrate.current_revision(ctx.db)
+    migrate.upgrade(ctx.db, revision)
+    after = migrate.current_revision(ctx.db)
+    typer.echo(f"database at revision {after}" + ("" if after != before
+                                                  else " (already current)"))
+
+
+@db_cli.command("current")
+def db_current() -> None:
+    """The schema revision of the database and the one this code needs."""
+    from app.context import Context
+    from app.db import migrate
+
+    ctx = Context.create(get_settings())
+    typer.echo(f"database: {migrate.current_revision(ctx.db) or 'empty'}; "
+               f"code: {migrate.head_revision()}")
 
 
 def main() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 from functools import lru_cache
@@ -26,24 +27,24 @@ class Settings(BaseSettings):
     problems_dir: Path = REPO_ROOT / "problems"
 
     # The queue.
-    lease_seconds: float = Field(60.0, gt=0, description="a worker's hold on a submission")
-    ie_retries: int = Field(3, ge=0, description="judge faults retried before IE is shown")
-    ie_retry_delay_seconds: float = Field(2.0, ge=0)
-    poll_seconds: float = Field(5.0, gt=0, description="idle workers look anyway this often")
-    heartbeat_seconds: float = Field(5.0, gt=0)
-    queue_max: int = Field(1000, ge=1, description="queued submissions before 503")
-    workers: int = Field(1, ge=0, description="embedded workers of `serve`")
+    lease_seconds: float = Field(default=60.0, gt=0, description="a worker's hold on a submission")
+    ie_retries: int = Field(default=3, ge=0, description="judge faults retried before IE is shown")
+    ie_retry_delay_seconds: float = Field(default=2.0, ge=0)
+    poll_seconds: float = Field(default=5.0, gt=0, description="idle workers look this often")
+    heartbeat_seconds: float = Field(default=5.0, gt=0)
+    queue_max: int = Field(default=1000, ge=1, description="queued submissions before 503")
+    workers: int = Field(default=1, ge=0, description="embedded workers of `serve`")
 
     # Submissions.
     max_code_bytes: int = 64 * 1024
-    rate_limit: int = Field(30, ge=1, description="submissions per user per window")
-    rate_window_seconds: float = Field(60.0, gt=0)
-    max_wait_seconds: float = Field(60.0, ge=0, description="cap of ?wait= on long polls")
+    rate_limit: int = Field(default=30, ge=1, description="submissions per user per window")
+    rate_window_seconds: float = Field(default=60.0, gt=0)
+    max_wait_seconds: float = Field(default=60.0, ge=0, description="cap of ?wait= on long polls")
 
     # Users.
-    token_ttl_hours: float = Field(24 * 30, gt=0)
-    argon2_time_cost: int = Field(3, ge=1)
-    argon2_memory_kib: int = Field(65536, ge=8)
+    token_ttl_hours: float = Field(default=24 * 30, gt=0)
+    argon2_time_cost: int = Field(default=3, ge=1)
+    argon2_memory_kib: int = Field(default=65536, ge=8)
 
     log_level: str = "INFO"
     log_format: str = "json"  # json | text
@@ -74,10 +75,8 @@ class Settings(BaseSettings):
             tmp = path.with_suffix(".tmp")
             tmp.write_text(key)
             tmp.chmod(0o600)
-            try:
+            with contextlib.suppress(FileExistsError):
                 os.link(tmp, path)  # the first writer wins
-            except FileExistsError:
-                pass
             tmp.unlink(missing_ok=True)
             return path.read_text().strip()
 

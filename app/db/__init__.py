@@ -44,6 +44,11 @@ def make_engine(url: str) -> Engine:
                      "(sqlite:///... or postgresql+psycopg://...)")
 
 
+def rowcount(result: object) -> int:
+    """Rows matched by an UPDATE or DELETE (typed access to CursorResult.rowcount)."""
+    return int(getattr(result, "rowcount", 0))
+
+
 class Database:
     """The engine, a session factory and what differs between the two backends."""
 

@@ -1,0 +1,1 @@
+"""The REST API: thin handlers over app.services."""

@@ -1,0 +1,47 @@
+"""Typed dependencies shared by the routers."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from app.context import Context
+from app.services import users
+from app.services.errors import Forbidden, Unauthorized
+from app.services.users import UserView
+
+_bearer = HTTPBearer(auto_error=False, description="a token from POST /api/v1/tokens")
+
+
+def get_ctx(request: Request) -> Context:
+    return request.app.state.ctx
+
+
+CtxDep = Annotated[Context, Depends(get_ctx)]
+
+
+def bearer_token(
+    creds: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+) -> str:
+    if creds is None or creds.scheme.lower() != "bearer" or not creds.credentials:
+        raise Unauthorized("a bearer token is required (POST /api/v1/tokens gives one)")
+    return creds.credentials
+
+
+def current_user(ctx: CtxDep, token: Annotated[str, Depends(bearer_token)]) -> UserView:
+    return users.user_for_token(ctx, token)
+
+
+UserDep = Annotated[UserView, Depends(current_user)]
+TokenDep = Annotated[str, Depends(bearer_token)]
+
+
+def admin_user(user: UserDep) -> UserView:
+    if not user.is_admin:
+        raise Forbidden("only admins may do this")
+    return user
+
+
+AdminDep = Annotated[UserView, Depends(admin_user)]

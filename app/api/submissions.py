@@ -1,0 +1,122 @@
+"""Submissions: create, read (long-poll), list, stream, rejudge."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Request, Response
+from fastapi.responses import StreamingResponse
+from starlette.concurrency import run_in_threadpool
+
+from app.api.deps import AdminDep, CtxDep, UserDep
+from app.api.schemas import Error, Queued, SubmissionIn, SubmissionOut, SubmissionSummary
+from app.context import Context
+from app.services import submissions
+from app.services.users import UserView
+
+router = APIRouter(prefix="/api/v1", tags=["submissions"])
+
+KEEPALIVE_S = 15.0
+
+
+def _poll_s(ctx: Context) -> float:
+    """How often a waiting request looks at the database anyway: wake-ups from workers in
+    other processes only arrive through PostgreSQL's NOTIFY."""
+    return 5.0 if ctx.db.is_postgres else 0.5
+
+
+@router.post("/submissions", status_code=202, response_model=Queued,
+             responses={401: {"model": Error}, 404: {"model": Error}, 413: {"model": Error},
+                        422: {"model": Error}, 429: {"model": Error}, 503: {"model": Error}})
+def create_submission(body: SubmissionIn, ctx: CtxDep, user: UserDep,
+                      response: Response) -> dict:
+    """Queue code for judging: `submit` runs every test, `run` the samples only."""
+    out = submissions.create(ctx, user, body.problem, body.code, body.mode)
+    response.headers["Location"] = f"/api/v1/submissions/{out['id']}"
+    return out
+
+
+@router.get("/submissions", response_model=list[SubmissionSummary])
+def list_submissions(
+    ctx: CtxDep, user: UserDep, response: Response, request: Request,
+    problem: Annotated[str | None, Query(description="only this problem's")] = None,
+    limit: Annotated[int, Query(ge=1, le=200)] = 50,
+    before: Annotated[int | None, Query(description="ids below this (the next page)")] = None,
+) -> list[dict]:
+    """The caller's submissions, newest first. The next page: `before` = the last id seen
+    (also given in the Link header)."""
+    items = submissions.list_for(ctx, user, problem=problem, limit=limit, before=before)
+    if len(items) == limit:
+        nxt = request.url.include_query_params(before=items[-1]["id"])
+        response.headers["Link"] = f'<{nxt}>; rel="next"'
+    return items
+
+
+async def _wait_done(ctx: Context, user: UserView, sid: int, wait: float) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + min(wait, ctx.settings.max_wait_seconds)
+    with ctx.hub.subscribe(sid) as sub:
+        while True:
+            status = await run_in_threadpool(submissions.status_of, ctx, user, sid)
+            remaining = deadline - loop.time()
+            if status == "done" or remaining <= 0:
+                return
+            await sub.wait_async(min(remaining, _poll_s(ctx)))
+
+
+@router.get("/submissions/{sid}", response_model=SubmissionOut,
+            responses={401: {"model": Error}, 404: {"model": Error}})
+async def get_submission(
+    sid: int, ctx: CtxDep, user: UserDep,
+    wait: Annotated[float | None, Query(ge=0, description="seconds to wait for the verdict")]
+    = None,
+) -> dict:
+    """A submission with its result (owner or admin). With `wait`, answers as soon as it is
+    done, or after that many seconds (at most the server's cap) with its current state."""
+    if wait:
+        await _wait_done(ctx, user, sid, wait)
+    return await run_in_threadpool(submissions.get, ctx, user, sid)
+
+
+@router.get("/submissions/{sid}/events", responses={404: {"model": Error}},
+            response_class=StreamingResponse)
+async def submission_events(sid: int, ctx: CtxDep, user: UserDep) -> StreamingResponse:
+    """Server-sent events: a `status` event with the submission at every change of status,
+    until it is done."""
+    await run_in_threadpool(submissions.status_of, ctx, user, sid)  # 404 before streaming
+
+    async def stream() -> AsyncIterator[str]:
+        with ctx.hub.subscribe(sid) as sub:
+            last = None
+            idle = 0.0
+            while True:
+                view = await run_in_threadpool(submissions.get, ctx, user, sid)
+                key = (view["status"], len(view["judgements"]), view["attempts"])
+                if key != last:
+                    last = key
+                    view.pop("code", None)
+                    yield f"event: status\ndata: {json.dumps(view)}\n\n"
+                    if view["status"] == "done":
+                        return
+                step = _poll_s(ctx)
+                if await sub.wait_async(step):
+                    idle = 0.0
+                else:
+                    idle += step
+                    if idle >= KEEPALIVE_S:
+                        idle = 0.0
+                        yield ": keep-alive\n\n"
+
+    return StreamingResponse(stream(), media_type="text/event-stream",
+                             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+
+
+@router.post("/submissions/{sid}/rejudge", status_code=202, response_model=Queued,
+             responses={401: {"model": Error}, 403: {"model": Error}, 404: {"model": Error}})
+def rejudge(sid: int, ctx: CtxDep, admin: AdminDep) -> dict:
+    """Judge again (admins). The old judgement is kept; a new one is added."""
+    submissions.rejudge(ctx, [sid])
+    return {"id": sid, "status": "queued"}

@@ -1,0 +1,214 @@
+"""Judge workers: claim -> load the package version -> judge -> write the result under the
+fence, renewing the lease meanwhile. Threads in `serve` (embedded) or in `tensorjudge worker`
+processes on any machine that reaches the database."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+from app.context import Context
+from app.db.models import utcnow
+from app.notify import PgListener
+from app.services import problems, queue
+from app.services.queue import Job
+from judge.verdicts import aggregate
+
+log = logging.getLogger("tensorjudge.worker")
+
+# judge.engine.judge's shape: (package, code, sandbox, *, samples_only) -> JudgeResult
+JudgeFn = Callable[..., Any]
+
+
+def _default_judge() -> JudgeFn:
+    from judge.engine import judge
+
+    return judge
+
+
+class LeaseKeeper(threading.Thread):
+    """Renews a job's lease every third of the lease time until stopped or lost."""
+
+    def __init__(self, ctx: Context, job: Job):
+        super().__init__(name=f"lease-{job.submission_id}", daemon=True)
+        self.ctx, self.job = ctx, job
+        self.done = threading.Event()
+        self.lost = False
+
+    def run(self) -> None:
+        every = self.ctx.settings.lease_seconds / 3
+        while not self.done.wait(every):
+            try:
+                if not queue.renew(self.ctx, self.job):
+                    self.lost = True
+                    log.warning("lease lost while judging",
+                                extra={"submission": self.job.submission_id,
+                                       "worker": self.job.worker})
+                    return
+            except Exception as e:  # noqa: BLE001 - try again next time; the fence decides
+                log.warning("lease renewal failed", extra={"error": str(e)})
+
+    def stop(self) -> None:
+        self.done.set()
+        self.join(timeout=5)
+
+
+class WorkerThread(threading.Thread):
+    def __init__(self, pool: WorkerPool, name: str):
+        super().__init__(name=name, daemon=True)
+        self.pool, self.ctx = pool, pool.ctx
+        self.current: int | None = None
+        self.job: Job | None = None
+        self.judged = 0
+
+    def run(self) -> None:
+        ctx, stop = self.ctx, self.pool.stopping
+        backoff = 0.5
+        while not stop.is_set():
+            seen = ctx.hub.queue_seq
+            try:
+                job = queue.claim(ctx, self.name)
+                backoff = 0.5
+            except Exception as e:  # noqa: BLE001 - the database may come back
+                log.error("claim failed", extra={"worker": self.name, "error": str(e)})
+                stop.wait(backoff)
+                backoff = min(backoff * 2, 30.0)
+                continue
+            if job is not None:
+                self.process(job)
+                continue
+            ctx.hub.wait_queue(seen, self._idle_timeout())
+
+    def _idle_timeout(self) -> float:
+        timeout = self.ctx.settings.poll_seconds
+        try:
+            due = queue.next_due(self.ctx)
+        except Exception:  # noqa: BLE001
+            return timeout
+        if due is not None:
+            timeout = min(timeout, max(0.02, (due - utcnow()).total_seconds() + 0.01))
+        return timeout
+
+    def process(self, job: Job) -> None:
+        ctx = self.ctx
+        self.current, self.job = job.submission_id, job
+        t0 = time.monotonic()
+        log.info("judging", extra={"submission": job.submission_id, "worker": self.name,
+                                   "attempt": job.attempts, "mode": job.mode})
+        if job.attempts > ctx.settings.ie_retries + 1:
+            result = aggregate([], internal_error=(
+                f"judging was interrupted {job.attempts - 1} times (the workers stopped or "
+                "lost their lease)")).to_dict()
+        else:
+            keeper = LeaseKeeper(ctx, job)
+            keeper.start()
+            try:
+                package = problems.load_version(ctx, job.version_id)
+                res = self.pool.judge_fn(package, job.code, self.pool.sandbox,
+                                         samples_only=job.mode == "run")
+                result = res.to_dict()
+            except Exception as e:  # noqa: BLE001 - never the user's fault
+                log.exception("judging failed", extra={"submission": job.submission_id})
+                result = aggregate([], internal_error=f"the worker failed: "
+                                   f"{type(e).__name__}: {e}").to_dict()
+            finally:
+                keeper.stop()
+        judge_ms = (time.monotonic() - t0) * 1000.0
+        outcome = self._complete(job, result, judge_ms)
+        self.current, self.job = None, None
+        self.judged += outcome == "done"
+        log.info("judged", extra={"submission": job.submission_id, "worker": self.name,
+                                  "verdict": result["verdict"], "outcome": outcome,
+                                  "ms": round(judge_ms, 1)})
+
+    def _complete(self, job: Job, result: dict[str, Any], judge_ms: float) -> str:
+        """Write the result; if the database is briefly away, keep trying while the lease
+        lasts (after that another worker owns the submission anyway)."""
+        deadline = job.started_at + timedelta(seconds=self.ctx.settings.lease_seconds * 3)
+        delay = 0.5
+        while True:
+            try:
+                return queue.complete(self.ctx, job, result, judge_ms)
+            except Exception as e:  # noqa: BLE001
+                if utcnow() > deadline or self.pool.stopping.is_set():
+                    log.error("result not written", extra={"submission": job.submission_id,
+                                                           "error": str(e)})
+                    return "lost"
+                log.warning("result write failed, retrying", extra={"error": str(e)})
+                time.sleep(delay)
+                delay = min(delay * 2, 10.0)
+
+
+class WorkerPool:
+    """`n` worker threads of this process, their heartbeat, and on PostgreSQL a listener
+    that wakes them on NOTIFY."""
+
+    def __init__(self, ctx: Context, n: int, *, kind: str = "standalone", sandbox: Any = None,
+                 judge_fn: JudgeFn | None = None, listen: bool = True):
+        self.ctx = ctx
+        self.kind = kind
+        self.stopping = threading.Event()
+        self.judge_fn = judge_fn or _default_judge()
+        if sandbox is None:
+            from judge.sandbox import make_sandbox
+
+            sandbox = make_sandbox(ctx.settings.sandbox)
+        self.sandbox = sandbox
+        self.threads = [WorkerThread(self, queue.worker_name(i)) for i in range(n)]
+        self.listener: PgListener | None = None
+        if listen and ctx.db.is_postgres:
+            self.listener = PgListener(ctx.db.libpq_conninfo(), ctx.hub, self.stopping)
+        self._beat = threading.Thread(target=self._heartbeat, name="heartbeat", daemon=True)
+
+    @property
+    def names(self) -> list[str]:
+        return [t.name for t in self.threads]
+
+    def start(self) -> None:
+        queue.register_workers(self.ctx, self.names, self.kind)
+        if self.listener is not None:
+            self.listener.start()
+            self.listener.ready.wait(5)
+        for t in self.threads:
+            t.start()
+        self._beat.start()
+        log.info("workers started", extra={"workers": self.names, "kind": self.kind})
+
+    def _heartbeat(self) -> None:
+        while not self.stopping.wait(self.ctx.settings.heartbeat_seconds):
+            try:
+                queue.heartbeat(self.ctx, {t.name: (t.current, t.judged)
+                                           for t in self.threads})
+            except Exception as e:  # noqa: BLE001
+                log.warning("heartbeat failed", extra={"error": str(e)})
+
+    def abandon(self) -> None:
+        """Hand the submissions being judged back to the queue at once (a hard stop)."""
+        for t in self.threads:
+            job = t.job
+            if job is not None:
+                try:
+                    queue.release(self.ctx, job)
+                except Exception as e:  # noqa: BLE001 - the lease will expire instead
+                    log.warning("not released", extra={"submission": job.submission_id,
+                                                       "error": str(e)})
+
+    def stop(self, timeout: float | None = None) -> None:
+        """Stop claiming; wait (up to `timeout` seconds, else for as long as it takes) for
+        the submissions being judged to finish."""
+        self.stopping.set()
+        self.ctx.hub.queue_changed()
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for t in self.threads:
+            # Joined in slices: a signal handler in the main thread still gets to run.
+            while t.is_alive() and (deadline is None or time.monotonic() < deadline):
+                t.join(0.5)
+        try:
+            queue.unregister_workers(self.ctx, self.names)
+        except Exception as e:  # noqa: BLE001
+            log.warning("workers not unregistered", extra={"error": str(e)})
+        log.info("workers stopped", extra={"workers": self.names})

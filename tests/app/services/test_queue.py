@@ -1,0 +1,256 @@
+"""The queue: atomic claims, leases, fencing, IE retries, wake-ups. On both databases."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from sqlalchemy import func, select
+
+from app.context import Context
+from app.db.models import Judgement, Submission
+from app.notify import Hub
+from app.services import queue, submissions, users
+from tests.app.tj_testlib import AC_CODE, PASSWORD, FakeJudge
+
+
+@pytest.fixture
+def user(ctx):
+    return users.create_user(ctx, "alice", PASSWORD)
+
+
+def make(ctx, user, n=1, mode="submit"):
+    ctx.settings = ctx.settings.model_copy(update={"rate_limit": 10_000})
+    return [submissions.create(ctx, user, "double", AC_CODE, mode)["id"] for _ in range(n)]
+
+
+def judgements(ctx, sid=None):
+    with ctx.db.transaction() as s:
+        q = select(Judgement)
+        if sid is not None:
+            q = q.where(Judgement.submission_id == sid)
+        return list(s.scalars(q.order_by(Judgement.id)))
+
+
+def row(ctx, sid):
+    with ctx.db.transaction() as s:
+        return s.get(Submission, sid)
+
+
+def result(verdict="AC"):
+    return {"verdict": verdict, "score": {"passed": 1, "total": 1}, "message": None,
+            "tests": [{"name": "t", "verdict": verdict, "time_ms": 1.0}]}
+
+
+def test_claims_are_fifo(ctx, user):
+    ids = make(ctx, user, 3)
+    got = [queue.claim(ctx, "w").submission_id for _ in ids]
+    assert got == ids
+    assert queue.claim(ctx, "w") is None
+
+
+def test_concurrent_claims_take_each_submission_once(ctx, user):
+    ids = make(ctx, user, 40)
+    taken: list[int] = []
+    lock = threading.Lock()
+
+    def claimer(i):
+        while (job := queue.claim(ctx, f"w{i}")) is not None:
+            with lock:
+                taken.append(job.submission_id)
+
+    threads = [threading.Thread(target=claimer, args=(i,)) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(taken) == ids  # every one, none twice
+
+
+def test_a_lease_is_respected_until_it_expires(ctx, user, configure):
+    configure(lease_seconds=0.3)
+    (sid,) = make(ctx, user)
+    a = queue.claim(ctx, "a")
+    assert queue.claim(ctx, "b") is None
+    time.sleep(0.4)
+    b = queue.claim(ctx, "b")
+    assert b is not None and b.submission_id == sid
+    assert b.fence == a.fence + 1 and b.attempts == 2
+
+
+def test_renewal_keeps_the_lease(ctx, user, configure):
+    configure(lease_seconds=0.3)
+    make(ctx, user)
+    a = queue.claim(ctx, "a")
+    for _ in range(6):
+        time.sleep(0.1)
+        assert queue.renew(ctx, a)
+        assert queue.claim(ctx, "b") is None
+
+
+def test_fencing_a_presumed_dead_worker_cannot_write(ctx, user, configure):
+    configure(lease_seconds=0.2)
+    (sid,) = make(ctx, user)
+    a = queue.claim(ctx, "a")
+    time.sleep(0.3)
+    b = queue.claim(ctx, "b")
+    # a wakes up late: no renewal, no result.
+    assert not queue.renew(ctx, a)
+    assert queue.complete(ctx, a, result("WA"), 1.0) == "lost"
+    assert queue.complete(ctx, b, result("AC"), 1.0) == "done"
+    assert queue.complete(ctx, a, result("WA"), 1.0) == "lost"
+    (j,) = judgements(ctx, sid)
+    assert j.worker == "b" and j.verdict == "AC" and j.fence == b.fence
+    s = row(ctx, sid)
+    assert s.status == "done" and s.verdict == "AC" and s.lease_owner is None
+
+
+def test_non_finite_numbers_are_stored_as_null(ctx, user):
+    (sid,) = make(ctx, user)
+    job = queue.claim(ctx, "w")
+    res = result("WA")
+    res["tests"][0].update(max_abs_err=float("inf"), max_rel_err=float("nan"))
+    res["got"] = [float("nan"), 1.0]
+    assert queue.complete(ctx, job, res, 1.0) == "done"
+    (j,) = judgements(ctx, sid)
+    assert j.result["got"] == [None, 1.0]
+    assert j.result["tests"][0]["max_abs_err"] is None
+
+
+def test_the_holder_writes_once(ctx, user):
+    (sid,) = make(ctx, user)
+    a = queue.claim(ctx, "a")
+    assert queue.complete(ctx, a, result("AC"), 1.0) == "done"
+    assert queue.complete(ctx, a, result("WA"), 1.0) == "lost"
+    assert [j.verdict for j in judgements(ctx, sid)] == ["AC"]
+
+
+def test_rejudge_while_running_fences_the_old_run(ctx, user):
+    (sid,) = make(ctx, user)
+    a = queue.claim(ctx, "a")
+    submissions.rejudge(ctx, [sid])
+    assert queue.complete(ctx, a, result("WA"), 1.0) == "lost"
+    b = queue.claim(ctx, "b")
+    assert b.fence == a.fence + 2 and b.attempts == 1
+    assert queue.complete(ctx, b, result("AC"), 1.0) == "done"
+    assert [j.verdict for j in judgements(ctx, sid)] == ["AC"]
+
+
+def test_release_returns_a_submission_untouched(ctx, user):
+    (sid,) = make(ctx, user)
+    a = queue.claim(ctx, "a")
+    assert queue.release(ctx, a)
+    s = row(ctx, sid)
+    assert s.status == "queued" and s.attempts == 0
+    assert queue.claim(ctx, "b").submission_id == sid
+
+
+def wait_done(ctx, sid, timeout=20.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        s = row(ctx, sid)
+        if s.status == "done":
+            return s
+        time.sleep(0.02)
+    raise AssertionError(f"submission {sid} not done: {row(ctx, sid).status}")
+
+
+def test_ie_is_retried_then_the_real_verdict_is_kept(ctx, user, workers):
+    judge = FakeJudge("IE", "IE", "AC")
+    workers(1, judge_fn=judge)
+    (sid,) = make(ctx, user)
+    s = wait_done(ctx, sid)
+    assert s.verdict == "AC" and s.attempts == 3
+    assert len(judge.calls) == 3
+    (j,) = judgements(ctx, sid)
+    assert j.attempts == 3
+
+
+def test_ie_is_shown_after_three_retries(ctx, user, workers):
+    judge = FakeJudge("IE")
+    workers(1, judge_fn=judge)
+    (sid,) = make(ctx, user)
+    s = wait_done(ctx, sid)
+    assert s.verdict == "IE" and len(judge.calls) == 4  # 1 + 3 retries
+    (j,) = judgements(ctx, sid)
+    assert j.result["message"] == "fake judge fault"
+
+
+def test_a_submission_that_keeps_killing_workers_ends_as_ie(ctx, user, configure, workers):
+    configure(lease_seconds=0.05)
+    (sid,) = make(ctx, user)
+    for i in range(4):  # four workers die while judging it
+        assert queue.claim(ctx, f"dead{i}") is not None
+        time.sleep(0.08)
+    configure(lease_seconds=30)
+    judge = FakeJudge("AC")
+    workers(1, judge_fn=judge)
+    s = wait_done(ctx, sid)
+    assert s.verdict == "IE" and judge.calls == []
+    assert "interrupted 4 times" in judgements(ctx, sid)[0].result["message"]
+
+
+def test_many_workers_every_submission_exactly_one_verdict(ctx, user, workers):
+    ids = make(ctx, user, 40)
+    judge = FakeJudge("AC", delay=0.005)
+    workers(3, judge_fn=judge)
+    workers(2, judge_fn=judge)
+    for sid in ids:
+        wait_done(ctx, sid)
+    js = judgements(ctx)
+    assert sorted(j.submission_id for j in js) == ids
+    assert len(judge.calls) == 40
+
+
+def _idle(pool):
+    """Give the pool's workers time to find the queue empty and go to sleep."""
+    time.sleep(0.3)
+
+
+def test_an_idle_worker_wakes_within_milliseconds(ctx, user, configure, workers):
+    configure(poll_seconds=30)
+    judge = FakeJudge("AC")
+    pool = workers(1, judge_fn=judge)
+    _idle(pool)
+    t0 = time.monotonic()
+    make(ctx, user)
+    assert judge.started.wait(5)
+    latency = time.monotonic() - t0
+    assert latency < 0.25, latency
+
+
+def test_notify_wakes_a_worker_of_another_process(ctx, user, configure, workers, backend):
+    """On PostgreSQL the submitter's NOTIFY reaches a worker that shares no memory with it."""
+    if backend != "postgresql":
+        pytest.skip("LISTEN/NOTIFY is PostgreSQL's")
+    configure(poll_seconds=30)
+    judge = FakeJudge("AC")
+    pool = workers(1, judge_fn=judge)
+    _idle(pool)
+    elsewhere = Context(ctx.settings, ctx.db, Hub())  # another process: its own hub
+    t0 = time.monotonic()
+    make(elsewhere, user)
+    assert judge.started.wait(5)
+    latency = time.monotonic() - t0
+    assert latency < 0.25, latency
+
+
+def test_workers_heartbeat_and_leave(ctx, workers):
+    pool = workers(2, judge_fn=FakeJudge("AC"))
+    live = queue.live_workers(ctx)
+    assert sorted(w["name"] for w in live) == sorted(pool.names)
+    pool.stop(timeout=5)
+    assert queue.live_workers(ctx) == []
+
+
+def test_depth_and_stats(ctx, user):
+    make(ctx, user, 3)
+    job = queue.claim(ctx, "w")
+    assert queue.depth(ctx) == {"queued": 2, "running": 1}
+    queue.complete(ctx, job, result("WA"), 300.0)
+    stats = queue.judgement_stats(ctx)
+    assert stats["verdicts"] == {"WA": 1} and stats["count"] == 1
+    assert dict(stats["buckets"])[0.25] == 0 and dict(stats["buckets"])[0.5] == 1
+    with ctx.db.transaction() as s:
+        assert s.scalar(select(func.count()).select_from(Judgement)) == 1

@@ -1,0 +1,122 @@
+"""The admin command line against the test databases."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from app.cli import cli
+from app.services import queue, submissions, users
+from app.settings import get_settings
+from tests.app.tj_testlib import AC_CODE, DOUBLE, FIXTURE_PROBLEMS, PASSWORD, copy_package
+
+
+@pytest.fixture
+def run(ctx, monkeypatch):
+    st = ctx.settings
+    env = {
+        "TENSORJUDGE_DATABASE_URL": ctx.db.url,
+        "TENSORJUDGE_DATA_DIR": str(st.data_dir),
+        "TENSORJUDGE_CACHE_DIR": str(st.cache_dir),
+        "TENSORJUDGE_PROBLEMS_DIR": str(FIXTURE_PROBLEMS),
+        "TENSORJUDGE_SECRET_KEY": st.secret_key,
+        "TENSORJUDGE_ARGON2_TIME_COST": "1",
+        "TENSORJUDGE_ARGON2_MEMORY_KIB": "1024",
+    }
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    get_settings.cache_clear()
+    runner = CliRunner()
+
+    def invoke(*args: str, input: str | None = None, code: int = 0):
+        r = runner.invoke(cli, list(args), input=input)
+        assert r.exit_code == code, (args, r.exit_code, r.output, r.exception)
+        return r.output
+
+    yield invoke
+    get_settings.cache_clear()
+
+
+def test_users_create(run, ctx):
+    out = run("users", "create", "boss", "--admin", "--password-stdin", input=PASSWORD + "\n")
+    assert "created" in out and "admin" in out
+    run("users", "create", "carol", "--password-stdin", input=PASSWORD + "\n")
+    assert users.authenticate(ctx, "boss", PASSWORD).is_admin
+    assert not users.authenticate(ctx, "carol", PASSWORD).is_admin
+    out = run("users", "create", "carol", "--password-stdin", input=PASSWORD + "\n", code=1)
+    assert "taken" in out
+    out = run("users", "create", "dave", "--password-stdin", input="short\n", code=1)
+    assert "password" in out
+    assert "boss" in run("users", "list")
+
+
+def test_users_create_prompts(run, ctx):
+    run("users", "create", "erin", input=f"{PASSWORD}\n{PASSWORD}\n")
+    assert users.authenticate(ctx, "erin", PASSWORD).username == "erin"
+
+
+@pytest.mark.sandbox
+def test_problems_add_update_list_export(run, ctx, tmp_path):
+    pkg = copy_package(DOUBLE, tmp_path / "src", "triple")
+    out = run("problems", "add", str(pkg))
+    assert "ok   reference" in out and "triple: version 1 stored" in out
+    run("problems", "add", str(pkg), code=1)
+    assert "unchanged" in run("problems", "update", str(pkg))
+    listing = run("problems", "list")
+    assert "triple" in listing and "v1" in listing
+    assert "double" in run("problems", "list", "--bundled")
+    out = run("problems", "export", "triple", str(tmp_path / "out"))
+    assert (tmp_path / "out" / "triple" / "problem.toml").is_file()
+    bad = copy_package(DOUBLE, tmp_path / "bad", "triple", title='"Triple, broken"')
+    (bad / "submissions" / "accepted" / "plain.py").write_text("def double(x):\n    return x\n")
+    out = run("problems", "update", str(bad), code=1)
+    assert "FAIL accepted/plain.py" in out and "failed validation" in out
+    assert "v1" in run("problems", "versions", "triple")
+
+
+def test_problems_add_refuses_a_broken_package(run, tmp_path):
+    pkg = copy_package(DOUBLE, tmp_path, "triple")
+    (pkg / "generator.py").unlink()
+    out = run("problems", "add", str(pkg), code=1)
+    assert "generator.py: missing" in out
+
+
+def test_rejudge(run, ctx):
+    user = users.create_user(ctx, "alice", PASSWORD)
+    sid = submissions.create(ctx, user, "double", AC_CODE)["id"]
+    job = queue.claim(ctx, "w")
+    queue.complete(ctx, job, {"verdict": "WA", "score": {"passed": 0, "total": 3},
+                              "message": None, "tests": []}, 1.0)
+    assert "1 submissions queued again" in run("rejudge", "--submission", str(sid))
+    assert submissions.get(ctx, user, sid)["status"] == "queued"
+    assert "1 submissions queued again" in run("rejudge", "--problem", "double")
+    run("rejudge", code=2)
+    assert "no problem" in run("rejudge", "--problem", "nope", code=1)
+    assert "no submission" in run("rejudge", "--submission", "99999", code=1)
+    # The old judgement stays.
+    assert [j["verdict"] for j in submissions.get(ctx, user, sid)["judgements"]] == ["WA"]
+
+
+def test_db_upgrade(run, tmp_path, monkeypatch):
+    monkeypatch.setenv("TENSORJUDGE_DATABASE_URL", f"sqlite:///{tmp_path / 'new.db'}")
+    get_settings.cache_clear()
+    assert "database: empty" in run("db", "current")
+    assert "database at revision" in run("db", "upgrade")
+    assert "already current" in run("db", "upgrade")
+
+
+def test_commands_refuse_an_unmigrated_database(run, tmp_path, monkeypatch):
+    monkeypatch.setenv("TENSORJUDGE_DATABASE_URL", f"sqlite:///{tmp_path / 'new.db'}")
+    get_settings.cache_clear()
+    out = run("users", "list", code=2)
+    assert "tensorjudge db upgrade" in out
+
+
+@pytest.mark.sandbox
+def test_judge_still_works_without_a_database(run, tmp_path):
+    f = tmp_path / "s.py"
+    f.write_text(AC_CODE)
+    out = run("judge", "--problem", "double", str(f), "--json")
+    assert json.loads(out)["verdict"] == "AC"
