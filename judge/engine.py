@@ -6,6 +6,7 @@ Plain data in (a package and source code), a JudgeResult out; no database, no we
 from __future__ import annotations
 
 import ast
+import json
 import signal
 import time
 import traceback
@@ -21,8 +22,14 @@ from judge.package import Package, TestSpec
 from judge.sandbox.io_loop import RawRun, RunPlan
 from judge.verdicts import JudgeResult, TestResult, Verdict, aggregate
 
-# Modules a submission may import that are worth importing before the clock starts.
-PRELOADABLE = {"numpy": "numpy", "jax": "jax", "flax": "flax.linen", "torch": "torch"}
+# What a sandbox imports before the job, by the frameworks a submission imports. Canonical
+# sets, so that submissions share pools of prepared sandboxes.
+FAMILIES: dict[str, tuple[str, ...]] = {
+    "numpy": (),
+    "jax": ("jax",),
+    "flax": ("jax", "flax.linen"),
+    "torch": ("torch",),
+}
 OLE_FACTOR = 16
 
 
@@ -52,18 +59,65 @@ def prepare(package: Package, samples_only: bool) -> PreparedTests:
 
 
 def imported_frameworks(tree: ast.AST) -> list[str]:
-    found: list[str] = []
+    """The modules to import ahead for a submission, from its own import statements."""
+    tops: set[str] = set()
     for node in ast.walk(tree):
-        names: list[str] = []
         if isinstance(node, ast.Import):
-            names = [a.name for a in node.names]
+            tops.update(a.name.split(".")[0] for a in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names = [node.module]
-        for n in names:
-            top = n.split(".")[0]
-            if top in PRELOADABLE and PRELOADABLE[top] not in found:
-                found.append(PRELOADABLE[top])
-    return found
+            tops.add(node.module.split(".")[0])
+    return preload_for(sorted(tops & set(FAMILIES)))
+
+
+def preload_for(frameworks: list[str]) -> list[str]:
+    out: list[str] = []
+    for fw in sorted(frameworks):
+        for mod in FAMILIES.get(fw, ()):
+            if mod not in out:
+                out.append(mod)
+    return sorted(out)
+
+
+def warmup_cases(package: Package) -> list[dict]:
+    """The distinct shapes of every test's inputs (arrays as dtype and shape, numbers as they
+    are): what the judge's warm-up compiles for. Never values, never expected outputs."""
+    cached = _WARMUP_CASES.get(package.content_hash)
+    if cached is not None:
+        return cached
+    gen = package.generator
+    seen: dict[str, dict] = {}
+    for t in package.tests:
+        case = _shape_only(gen.generate(t.seed, **t.params))
+        seen.setdefault(json.dumps(case, sort_keys=True), case)
+    cases = list(seen.values())
+    _WARMUP_CASES[package.content_hash] = cases
+    return cases
+
+
+_WARMUP_CASES: dict[str, list[dict]] = {}
+
+
+def _shape_only(value: object) -> object:
+    if isinstance(value, np.ndarray):
+        return {"dtype": value.dtype.name, "shape": list(value.shape)}
+    if isinstance(value, dict):
+        return {k: _shape_only(v) for k, v in value.items() if k not in _VALUE_ARGS}
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+# Arguments whose values are data, not structure (a seed decides a parameter draw).
+_VALUE_ARGS = {"seed"}
+
+
+def sandbox_header(package: Package, code: str, preload: list[str]) -> dict:
+    """What the sandbox needs before and with the job. Judge-owned except `code`."""
+    header: dict = {"code": code, "entry": package.entry_point, "preload": preload}
+    if package.warmup_source and preload:
+        header["warmup"] = {"source": package.warmup_source, "cases": warmup_cases(package),
+                            "key": package.content_hash}
+    return header
 
 
 def syntax_error_message(e: SyntaxError, code: str) -> str:
@@ -105,8 +159,7 @@ def judge(
         ole_limit=OLE_FACTOR * (limits.output_kb << 10),
         expected_sizes=[int(e.size) for e in prepared.expected],
     )
-    header = {"code": code, "entry": package.entry_point,
-              "preload": imported_frameworks(tree)}
+    header = sandbox_header(package, code, imported_frameworks(tree))
     try:
         raw = sandbox.run(header, prepared.args, plan)
     except Exception as e:  # noqa: BLE001
@@ -198,6 +251,7 @@ def interpret(raw: RawRun, prepared: PreparedTests, tol: Tolerance, plan: RunPla
                 tests[i] = TestResult(name, Verdict.RE, time_ms=time_ms, message=str(e))
                 continue
             tests[i] = compare(name, got, prepared.expected[i], prepared.shapes[i], tol, time_ms)
+            tests[i].compile_ms = _float(frame.header.get("compile_ms"))
         elif frame.ev == "error":
             tb = str(frame.header.get("message", ""))
             first_traceback = first_traceback or tb

@@ -144,6 +144,12 @@ class Package:
         return load_module(self.generator_path, f"tj_generator_{self.slug.replace('-', '_')}")
 
     @cached_property
+    def warmup_source(self) -> str | None:
+        """The judge-owned warm-up (`warmup.py`), run in a sandbox before any job arrives."""
+        f = self.path / "warmup.py"
+        return f.read_text(encoding="utf-8") if f.is_file() else None
+
+    @cached_property
     def reference_source(self) -> str:
         return self.reference_path.read_text(encoding="utf-8")
 
@@ -155,6 +161,7 @@ class Package:
         h.update(self.statement.encode())
         h.update(self.reference_source.encode())
         h.update(self.generator_path.read_bytes())
+        h.update((self.warmup_source or "").encode())
         return h.hexdigest()
 
     def submissions(self) -> list[Submission]:

@@ -80,6 +80,9 @@ class TestResult:
     name: str
     verdict: Verdict | None
     time_ms: float | None = None
+    # Of time_ms, JAX compilation the judge's warm-up could not foresee (the user's own jit,
+    # other op orders).
+    compile_ms: float | None = None
     max_abs_err: float | None = None
     max_rel_err: float | None = None
     mismatches: int | None = None
@@ -97,6 +100,7 @@ class TestResult:
             "name": self.name,
             "verdict": self.verdict.value if self.verdict else None,
             "time_ms": None if self.time_ms is None else round(self.time_ms, 3),
+            "compile_ms": None if self.compile_ms is None else round(self.compile_ms, 3),
             "max_abs_err": self.max_abs_err,
             "max_rel_err": self.max_rel_err,
             "mismatches": self.mismatches,

@@ -13,6 +13,7 @@ import collections
 import contextlib
 import itertools
 import os
+import select
 import shlex
 import shutil
 import site
@@ -20,14 +21,17 @@ import subprocess
 import sys
 import sysconfig
 import threading
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from judge import wire
 from judge.sandbox.cgroups import Cgroup, CgroupManager
 from judge.sandbox.io_loop import RawRun, RunPlan, pump, reap
+from judge.wire import FrameReader
 
 SITE_IN_SANDBOX = "/opt/tensorjudge/site-packages"
+XLA_CACHE_IN_SANDBOX = "/opt/tensorjudge/xla-cache"
 RUNNER_SOURCE = (Path(__file__).with_name("runner.py")).read_text(encoding="utf-8")
 _uid_counter = itertools.count()
 _uid_lock = threading.Lock()
@@ -47,6 +51,8 @@ class BwrapConfig:
     startup_timeout_s: float = 90.0
     use_cgroups: bool = True
     seccomp: bool = True
+    # A judge-filled JAX compilation cache, bound read-only into every sandbox (None: off).
+    xla_cache_dir: Path | None = None
 
 
 def python_runtime() -> tuple[Path, list[Path]]:
@@ -96,7 +102,12 @@ class BwrapSandbox:
     def site_binds(self) -> list[tuple[Path, str]]:
         return [(d, f"{SITE_IN_SANDBOX}/{i}") for i, d in enumerate(self.site_dirs)]
 
-    def bwrap_args(self, uid: int | None) -> list[str]:
+    @property
+    def xla_cache_dir(self) -> Path | None:
+        d = self.config.xla_cache_dir
+        return d if d is not None and d.is_dir() else None
+
+    def bwrap_args(self, uid: int | None, cache_writable: bool = False) -> list[str]:
         """bubblewrap's options; passed through a pipe (`--args FD`), not argv, so nothing of
         the host's paths shows in the sandbox's /proc/1/cmdline."""
         a = ["--unshare-all", "--die-with-parent", "--new-session"]
@@ -118,6 +129,9 @@ class BwrapSandbox:
             a += ["--ro-bind", str(prefix), str(prefix)]
         for src, dst in self.site_binds():
             a += ["--ro-bind", str(src), dst]
+        if self.xla_cache_dir is not None:
+            bind = "--bind" if cache_writable else "--ro-bind"
+            a += [bind, str(self.xla_cache_dir), XLA_CACHE_IN_SANDBOX]
         a += ["--proc", "/proc", "--dev", "/dev"]
         a += ["--size", str(self.config.tmpfs_bytes), "--tmpfs", "/tmp", "--chdir", "/tmp"]
         return a
@@ -136,20 +150,25 @@ class BwrapSandbox:
         joins = "; ".join(f"echo $$ > {shlex.quote(str(f))}" for f in cgroup.procs_files)
         return ["/bin/sh", "-c", f"set -e; {joins}; exec \"$@\"", "tensorjudge-sandbox"] + inner
 
-    def run(self, header: dict, tests_args: list[dict], plan: RunPlan) -> RawRun:
-        """Judge-owned `header` (code, entry, preload) plus per-test inputs, in one sandbox."""
+    def spawn(self, prepare: dict, memory_bytes: int, *, cache_writable: bool = False) -> Spawned:
+        """Start a sandbox and send it the judge-owned preparation (imports, warm-up). It then
+        waits, locked only by its namespaces, for the one job it will ever run."""
         cgroup = None
         if self.cgroups is not None and self.cgroups.available:
-            cgroup = self.cgroups.create(plan.memory_bytes, self.config.max_pids)
+            cgroup = self.cgroups.create(memory_bytes, self.config.max_pids)
         uid = self._uid()
         chan_r, chan_w = os.pipe()
         args_r, args_w = os.pipe()
-        options = b"\0".join(a.encode() for a in self.bwrap_args(uid if self.is_root else None))
-        with os.fdopen(args_w, "wb") as f:  # ~20 KB: fits the pipe buffer, no reader needed
-            f.write(options + b"\0")
-        full = {**header, **self.job_header(plan), "channel_fd": chan_w,
-                "expected_sizes": plan.expected_sizes}
-        job = wire.encode_job(full, tests_args)
+        options = self.bwrap_args(uid if self.is_root else None, cache_writable)
+        with os.fdopen(args_w, "wb") as f:  # ~1 KB: fits the pipe buffer, no reader needed
+            f.write(b"\0".join(a.encode() for a in options) + b"\0")
+        full = {
+            "channel_fd": chan_w,
+            "site_dirs": [dst for _, dst in self.site_binds()],
+            "jax_cache_dir": XLA_CACHE_IN_SANDBOX if self.xla_cache_dir else None,
+            "preload": list(prepare.get("preload", [])),
+            "warmup": prepare.get("warmup"),
+        }
         try:
             proc = subprocess.Popen(
                 self.command(cgroup, uid, args_r),
@@ -163,54 +182,128 @@ class BwrapSandbox:
                 close_fds=True,
             )
         except OSError as e:
-            os.close(chan_r)
-            os.close(chan_w)
-            os.close(args_r)
+            for fd in (chan_r, chan_w, args_r):
+                os.close(fd)
             if cgroup:
                 cgroup.remove()
             raise SandboxUnavailable(f"cannot start the sandbox: {e}") from e
         os.close(chan_w)
         os.close(args_r)
+        sp = Spawned(proc, chan_r, cgroup, uid, time.monotonic())
+        try:
+            assert proc.stdin is not None
+            proc.stdin.write(wire.encode_job(full, []))
+            proc.stdin.flush()
+        except OSError:
+            pass  # it died already: execute() will say how
+        return sp
+
+    def wait_warm(self, sp: Spawned, timeout_s: float) -> bool:
+        """Block until the sandbox reports its preparation done; False if it died or took
+        longer than the timeout (then it is useless and should be discarded)."""
+        deadline = time.monotonic() + timeout_s
+        while sp.reader.error is None and not any(f.ev == "warm" for f in sp.reader.frames):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            ready, _, _ = select.select([sp.chan_r], [], [], left)
+            if ready:
+                data = os.read(sp.chan_r, 1 << 16)
+                if not data:
+                    return False
+                sp.reader.feed(data)
+        sp.warm_ms = (time.monotonic() - sp.t_spawn) * 1000.0
+        return sp.reader.error is None
+
+    def execute(self, sp: Spawned, header: dict, tests_args: list[dict], plan: RunPlan) -> RawRun:
+        """Send the job to a spawned sandbox, watch it, then destroy the sandbox."""
+        job = {
+            "code": header["code"],
+            "entry": header["entry"],
+            "expected_sizes": plan.expected_sizes,
+            "seccomp": self.config.seccomp,
+            "rlimits": self.rlimits(plan),
+        }
+        cgroup = sp.cgroup
+        if cgroup is not None:
+            cgroup.set_memory_limit(plan.memory_bytes)
+        raw = RawRun()
 
         def kill() -> None:
             if cgroup is not None:
                 cgroup.kill_all()
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, 9)
+            try:
+                os.killpg(sp.proc.pid, 9)
+            except (ProcessLookupError, PermissionError):
+                pass
 
-        raw = RawRun()
         try:
-            raw = pump(proc, chan_r, job, plan, kill, self.config.startup_timeout_s)
+            raw = pump(sp.proc, sp.chan_r, wire.encode_job(job, tests_args), plan, kill,
+                       self.config.startup_timeout_s, reader=sp.reader)
         finally:
-            os.close(chan_r)
-            kill()
-            reap(proc, 30.0, raw)
-            if cgroup is not None:
-                raw_oom = cgroup.oom_killed()
-                raw_peak = cgroup.peak_bytes()
-                cgroup.remove()
-            else:
-                raw_oom, raw_peak = False, None
-        raw.oom_killed = raw_oom
-        raw.peak_memory_bytes = raw_peak
+            sp.destroy()
+        raw.oom_killed = sp.oom_killed
+        raw.peak_memory_bytes = sp.peak_bytes
+        raw.spawn_warm_ms = sp.warm_ms
         return raw
 
-    def job_header(self, plan: RunPlan) -> dict:
-        """What the runner needs to know about its own confinement."""
+    def run(self, header: dict, tests_args: list[dict], plan: RunPlan) -> RawRun:
+        """A fresh sandbox for one job: spawn, prepare, run, destroy."""
+        sp = self.spawn(header, plan.memory_bytes)
+        return self.execute(sp, header, tests_args, plan)
+
+    def rlimits(self, plan: RunPlan) -> dict:
         cg = self.cgroups is not None and self.cgroups.available
         return {
-            "site_dirs": [dst for _, dst in self.site_binds()],
-            "seccomp": self.config.seccomp,
-            "rlimits": {
-                "cpu_s": plan.cpu_seconds,
-                "fsize": 16 << 20,
-                "nofile": 256,
-                "nproc": 0 if cg else 512,
-                # Without a memory cgroup, address space is the only brake (JAX reserves a
-                # lot of it, so allow generous headroom).
-                "as_bytes": 0 if cg else plan.memory_bytes * 3,
-            },
+            "cpu_s": plan.cpu_seconds,
+            "fsize": 16 << 20,
+            "nofile": 256,
+            "nproc": 0 if cg else 512,
+            # Without a memory cgroup, address space is the only brake (JAX reserves a lot
+            # of it, so allow generous headroom).
+            "as_bytes": 0 if cg else plan.memory_bytes * 3,
         }
+
+
+@dataclass
+class Spawned:
+    """One started sandbox: single use, destroyed after its job (or when discarded)."""
+
+    proc: subprocess.Popen
+    chan_r: int
+    cgroup: Cgroup | None
+    uid: int
+    t_spawn: float
+    reader: FrameReader = field(default_factory=lambda: FrameReader(max_payload=lambda h: 0))
+    warm_ms: float | None = None
+    oom_killed: bool = False
+    peak_bytes: int | None = None
+    _destroyed: bool = False
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None and self.reader.error is None
+
+    def destroy(self) -> None:
+        if self._destroyed:
+            return
+        self._destroyed = True
+        if self.cgroup is not None:
+            self.cgroup.kill_all()
+        try:
+            os.killpg(self.proc.pid, 9)
+        except (ProcessLookupError, PermissionError):
+            pass
+        with contextlib.suppress(OSError):
+            os.close(self.chan_r)
+        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            with contextlib.suppress(OSError):
+                if stream is not None:
+                    stream.close()
+        reap(self.proc, 30.0, RawRun())
+        if self.cgroup is not None:
+            self.oom_killed = self.cgroup.oom_killed()
+            self.peak_bytes = self.cgroup.peak_bytes()
+            self.cgroup.remove()
 
 
 def sandbox_env() -> dict[str, str]:

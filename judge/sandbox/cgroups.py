@@ -47,6 +47,28 @@ class Cgroup:
     procs_files: list[Path]
     memory_dir: Path | None
 
+    def set_memory_limit(self, memory_bytes: int) -> None:
+        """Tighten the limit for the job (a pooled sandbox is prepared under a looser one)."""
+        if self.memory_dir is None:
+            return
+        if self.version == 2:
+            _write(self.memory_dir / "memory.max", str(memory_bytes))
+            return
+        # v1 wants memsw >= limit at every step: order the two writes accordingly.
+        memsw = self.memory_dir / "memory.memsw.limit_in_bytes"
+        limit = self.memory_dir / "memory.limit_in_bytes"
+        current = int(_read(limit) or 0)
+        pairs = [(limit, memory_bytes), (memsw, memory_bytes)]
+        if memory_bytes > current:
+            pairs.reverse()
+        for path, value in pairs:
+            if path.exists():
+                try:
+                    _write(path, str(value))
+                except OSError:
+                    if path == limit:
+                        raise
+
     def oom_killed(self) -> bool:
         if self.memory_dir is None:
             return False

@@ -58,6 +58,8 @@ class RawRun:
     oom_killed: bool = False
     peak_memory_bytes: int | None = None
     cpu_s: float | None = None  # of the sandbox's process tree, where the kernel reports it
+    warm: dict | None = None  # the preparation report, when it arrived during this run
+    spawn_warm_ms: float | None = None  # spawn to warm, for a pooled sandbox
 
     def first(self, ev: str) -> Frame | None:
         return next((f for f in self.frames if f.ev == ev), None)
@@ -103,7 +105,9 @@ def pump(
     plan: RunPlan,
     kill: Callable[[], None],
     startup_timeout_s: float,
+    reader: FrameReader | None = None,
 ) -> RawRun:
+    """`reader` carries frames already read during preparation (a pooled sandbox's `warm`)."""
     raw = RawRun()
     t0 = time.monotonic()
     writer = threading.Thread(target=_writer, args=(proc, job), daemon=True)
@@ -111,14 +115,16 @@ def pump(
     assert proc.stdout is not None and proc.stderr is not None
     out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()
     kept = {out_fd: bytearray(), err_fd: bytearray()}
-    reader = FrameReader(max_payload=plan.max_payload)
+    if reader is None:
+        reader = FrameReader(max_payload=plan.max_payload)
+    reader.max_payload = plan.max_payload
     sel = selectors.DefaultSelector()
     for fd in (out_fd, err_fd, chan_r):
         os.set_blocking(fd, False)
         sel.register(fd, selectors.EVENT_READ)
     deadline = t0 + startup_timeout_s
     phase = "startup"
-    seen = 0
+    seen = len(reader.frames)
     step = plan.time_ms / 1000.0
 
     def take(fd: int) -> int:
@@ -162,7 +168,9 @@ def pump(
         now = time.monotonic()
         for frame in reader.frames[seen:]:
             ev = frame.ev
-            if ev == "ready":
+            if ev == "warm":
+                raw.warm = frame.header
+            elif ev == "ready":
                 raw.ready_ms = (now - t0) * 1000.0
                 phase, deadline = "module", now + step
             elif ev == "module_start":

@@ -69,20 +69,74 @@ def _setup_paths(job):
         site.addsitedir(p)
 
 
-def _preload(job, chan):
+class CompileClock:
+    """Sums JAX's compile events, so compile time can be reported apart from run time."""
+
+    def __init__(self):
+        self.total_s = 0.0
+
+    def __call__(self, name, secs, **kwargs):
+        if name.startswith("/jax/core/compile/"):
+            self.total_s += secs
+
+    @property
+    def ms(self):
+        return self.total_s * 1000.0
+
+
+def _prepare(prep):
+    """Imports, backend start and the judge's warm-up: everything before the job arrives."""
     t0 = time.perf_counter()
     import numpy  # noqa: F401  (always needed to rebuild inputs)
 
-    for name in job["preload"]:
+    for name in prep["preload"]:
         # A library that fails here fails again for the user, visibly.
         with contextlib.suppress(Exception):
             __import__(name)
+    clock = None
     if "jax" in sys.modules:
         import jax
 
+        cache = prep.get("jax_cache_dir")
+        if cache:
+            jax.config.update("jax_compilation_cache_dir", cache)
+            jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+            jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
+            # With XLA's own caches on, the key depends on the cache's path: nothing would hit.
+            jax.config.update("jax_persistent_cache_enable_xla_caches", "none")
+            import logging
+
+            # The cache is read-only here: failing to add the user's new entries is expected.
+            logging.getLogger("jax._src.compilation_cache").setLevel(logging.CRITICAL)
+            logging.getLogger("jax._src.compiler").setLevel(logging.CRITICAL)
         # Start the backend now, so its threads and allocations are not charged to the user.
         jax.numpy.zeros(1).block_until_ready()
-    return (time.perf_counter() - t0) * 1000.0
+        clock = CompileClock()
+        jax.monitoring.register_event_duration_secs_listener(clock)
+    import_ms = (time.perf_counter() - t0) * 1000.0
+    t1 = time.perf_counter()
+    warm_error = None
+    warm = prep.get("warmup")
+    if warm:
+        try:
+            ns = {"__name__": "tensorjudge_warmup"}
+            exec(compile(warm["source"], "warmup.py", "exec"), ns)
+            ns["warmup"](warm["cases"], list(prep["preload"]))
+            del ns
+        except Exception:
+            warm_error = traceback.format_exc(limit=-3)
+        import gc
+
+        gc.collect()
+    return import_ms, (time.perf_counter() - t1) * 1000.0, warm_error, clock
+
+
+def _read_frame(fd):
+    if _read_exact(fd, 4) != b"TJ1\n":
+        raise SystemExit("bad frame")
+    (hlen,) = struct.unpack(">Q", _read_exact(fd, 8))
+    header = json.loads(_read_exact(fd, hlen))
+    return header, _read_exact(fd, header.get("npz_bytes", 0))
 
 
 def _rebuild(spec, arrays):
@@ -216,16 +270,19 @@ def _to_float64(out, expected_size):
 
 def main():
     t_start = time.perf_counter()
-    head = _read_exact(0, 4)
-    if head != b"TJ1\n":
-        raise SystemExit("bad job frame")
-    (hlen,) = struct.unpack(">Q", _read_exact(0, 8))
-    job = json.loads(_read_exact(0, hlen))
-    blob = _read_exact(0, job["npz_bytes"])
+    prep, _ = _read_frame(0)
+    chan = Channel(prep["channel_fd"])
+    _setup_paths(prep)
+    import_ms, warmup_ms, warm_error, clock = _prepare(prep)
+    chan.send({"ev": "warm", "import_ms": import_ms, "warmup_ms": warmup_ms,
+               "warmup_error": warm_error,
+               "startup_ms": (time.perf_counter() - t_start) * 1000.0})
+    try:
+        job, blob = _read_frame(0)  # an idle pool sandbox waits here
+    except (EOFError, SystemExit):
+        os._exit(0)
     os.close(0)
-    chan = Channel(job["channel_fd"])
-    _setup_paths(job)
-    import_ms = _preload(job, chan)
+    t_job = time.perf_counter()
 
     import numpy as np
 
@@ -238,8 +295,7 @@ def main():
     _apply_rlimits(job)
     if job.get("seccomp", True):
         _install_seccomp()
-    chan.send({"ev": "ready", "import_ms": import_ms,
-               "startup_ms": (time.perf_counter() - t_start) * 1000.0})
+    chan.send({"ev": "ready", "setup_ms": (time.perf_counter() - t_job) * 1000.0})
 
     # From here on, everything may be hostile.
     try:
@@ -266,6 +322,7 @@ def main():
     for i, args in enumerate(tests):
         kwargs = _fresh(args)
         chan.send({"ev": "begin", "test": i})
+        compiled_before = clock.ms if clock else 0.0
         t0 = time.perf_counter()
         try:
             out = entry(**kwargs)  # type: ignore[operator]
@@ -275,13 +332,14 @@ def main():
             chan.send({"ev": "error", "test": i, "time_ms": dt, "message": _user_traceback(e)})
             continue
         dt = (time.perf_counter() - t0) * 1000.0
+        compile_ms = (clock.ms - compiled_before) if clock else 0.0
         if problem is not None:
             chan.send({"ev": "bad_output", "test": i, "time_ms": dt, "message": problem,
-                       "shape": converted})
+                       "shape": converted, "compile_ms": compile_ms})
             continue
         flat, shape = converted
-        chan.send({"ev": "result", "test": i, "time_ms": dt, "dtype": "<f8", "shape": shape},
-                  flat.tobytes())
+        chan.send({"ev": "result", "test": i, "time_ms": dt, "compile_ms": compile_ms,
+                   "dtype": "<f8", "shape": shape}, flat.tobytes())
         del out, flat, converted
     _finish(chan, {"ev": "done"})
 
