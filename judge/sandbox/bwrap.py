@@ -22,6 +22,7 @@ import sys
 import sysconfig
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -34,6 +35,8 @@ SITE_IN_SANDBOX = "/opt/tensorjudge/site-packages"
 XLA_CACHE_IN_SANDBOX = "/opt/tensorjudge/xla-cache"
 RUNNER_SOURCE = (Path(__file__).with_name("runner.py")).read_text(encoding="utf-8")
 _uid_counter = itertools.count()
+# Tears down sandboxes whose job is over, off the path to the verdict.
+_reaper = ThreadPoolExecutor(max_workers=2, thread_name_prefix="tj-sandbox-reaper")
 _uid_lock = threading.Lock()
 
 
@@ -150,13 +153,17 @@ class BwrapSandbox:
         joins = "; ".join(f"echo $$ > {shlex.quote(str(f))}" for f in cgroup.procs_files)
         return ["/bin/sh", "-c", f"set -e; {joins}; exec \"$@\"", "tensorjudge-sandbox"] + inner
 
-    def spawn(self, prepare: dict, memory_bytes: int, *, cache_writable: bool = False) -> Spawned:
+    def spawn(self, prepare: dict, memory_bytes: int, *, cache_writable: bool = False,
+              uid: int | None = None, background: bool = False) -> Spawned:
         """Start a sandbox and send it the judge-owned preparation (imports, warm-up). It then
-        waits, locked only by its namespaces, for the one job it will ever run."""
+        waits, locked only by its namespaces, for the one job it will ever run.
+
+        `background`: prepare at low CPU priority (a pool's spare), so judging in progress
+        keeps the CPU; `Spawned.foreground()` restores it when its job comes."""
         cgroup = None
         if self.cgroups is not None and self.cgroups.available:
             cgroup = self.cgroups.create(memory_bytes, self.config.max_pids)
-        uid = self._uid()
+        uid = self._uid() if uid is None else uid
         chan_r, chan_w = os.pipe()
         args_r, args_w = os.pipe()
         options = self.bwrap_args(uid if self.is_root else None, cache_writable)
@@ -170,8 +177,12 @@ class BwrapSandbox:
             "warmup": prepare.get("warmup"),
         }
         try:
+            background = background and self.is_root and cgroup is not None
+            cmd = self.command(cgroup, uid, args_r)
+            if background:
+                cmd = cmd[:4] + ["nice", "-n", "15"] + cmd[4:]
             proc = subprocess.Popen(
-                self.command(cgroup, uid, args_r),
+                cmd,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
@@ -189,7 +200,7 @@ class BwrapSandbox:
             raise SandboxUnavailable(f"cannot start the sandbox: {e}") from e
         os.close(chan_w)
         os.close(args_r)
-        sp = Spawned(proc, chan_r, cgroup, uid, time.monotonic())
+        sp = Spawned(proc, chan_r, cgroup, uid, time.monotonic(), niced=background)
         try:
             assert proc.stdin is not None
             proc.stdin.write(wire.encode_job(full, []))
@@ -225,6 +236,7 @@ class BwrapSandbox:
             "rlimits": self.rlimits(plan),
         }
         cgroup = sp.cgroup
+        sp.foreground()
         if cgroup is not None:
             cgroup.set_memory_limit(plan.memory_bytes)
         raw = RawRun()
@@ -240,8 +252,13 @@ class BwrapSandbox:
         try:
             raw = pump(sp.proc, sp.chan_r, wire.encode_job(job, tests_args), plan, kill,
                        self.config.startup_timeout_s, reader=sp.reader)
-        finally:
+        except BaseException:
             sp.destroy()
+            raise
+        if raw.finished:
+            _reaper.submit(sp.destroy)
+            return raw
+        sp.destroy()
         raw.oom_killed = sp.oom_killed
         raw.peak_memory_bytes = sp.peak_bytes
         raw.spawn_warm_ms = sp.warm_ms
@@ -275,10 +292,26 @@ class Spawned:
     uid: int
     t_spawn: float
     reader: FrameReader = field(default_factory=lambda: FrameReader(max_payload=lambda h: 0))
+    niced: bool = False
     warm_ms: float | None = None
     oom_killed: bool = False
     peak_bytes: int | None = None
     _destroyed: bool = False
+
+    def foreground(self) -> None:
+        """Back to normal CPU priority, every thread of every process (niceness is per
+        thread on Linux)."""
+        if not self.niced or self.cgroup is None:
+            return
+        self.niced = False
+        for pid in self.cgroup.pids():
+            try:
+                tids = os.listdir(f"/proc/{pid}/task")
+            except OSError:
+                continue
+            for tid in tids:
+                with contextlib.suppress(OSError):
+                    os.setpriority(os.PRIO_PROCESS, int(tid), 0)
 
     def alive(self) -> bool:
         return self.proc.poll() is None and self.reader.error is None

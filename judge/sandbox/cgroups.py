@@ -80,6 +80,13 @@ class Cgroup:
         # Kernels without the oom_kill counter: a hit limit plus a kill is the best evidence.
         return int(_read(self.memory_dir / "memory.failcnt") or 0) > 0
 
+    def usage_bytes(self) -> int | None:
+        if self.memory_dir is None:
+            return None
+        name = "memory.current" if self.version == 2 else "memory.usage_in_bytes"
+        text = _read(self.memory_dir / name).strip()
+        return int(text) if text.isdigit() else None
+
     def peak_bytes(self) -> int | None:
         if self.memory_dir is None:
             return None

@@ -58,6 +58,7 @@ class RawRun:
     oom_killed: bool = False
     peak_memory_bytes: int | None = None
     cpu_s: float | None = None  # of the sandbox's process tree, where the kernel reports it
+    finished: bool = False  # the runner reported a final frame; teardown may come later
     warm: dict | None = None  # the preparation report, when it arrived during this run
     spawn_warm_ms: float | None = None  # spawn to warm, for a pooled sandbox
 
@@ -191,11 +192,16 @@ def pump(
                     while take(fd) > 0 and raw.output_total <= plan.ole_limit:
                         pass
             raw.ole = raw.output_total > plan.ole_limit
-            stop()
+            sel.close()
+            if raw.ole:
+                kill()
+            else:
+                # A finished run's verdict does not wait for its sandbox to be torn down.
+                raw.finished = True
             break
     else:
         sel.close()
-    if reap(proc, 5.0, raw) is None:
+    if not raw.finished and reap(proc, 5.0, raw) is None:
         kill()
         reap(proc, 30.0, raw)
     raw.frames = reader.frames

@@ -1,0 +1,213 @@
+"""A pool of pre-spawned, prepared, single-use sandboxes.
+
+Each sandbox is started ahead of demand, imports its libraries, starts the JAX backend and runs
+the problem's judge-owned warm-up; then it waits for exactly one job and is destroyed after it.
+The pool only hides start-up latency: isolation is the same as a fresh sandbox's, because it
+is a fresh sandbox.
+
+Sandboxes are keyed by what was prepared in them (libraries + warm-up). The pool keeps
+`per_key` ready for keys in demand, at most `max_idle` in all, and spawns at most
+`spawners` at a time so preparation does not starve judging of CPU.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import threading
+import time
+from collections import OrderedDict, deque
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from judge.sandbox.bwrap import BwrapSandbox, Spawned
+from judge.sandbox.io_loop import RawRun, RunPlan
+
+log = logging.getLogger("tensorjudge.pool")
+
+
+def pool_key(header: dict) -> str:
+    warm = header.get("warmup") or {}
+    basis = {"preload": sorted(header.get("preload", [])), "warmup": warm.get("key")}
+    return hashlib.sha256(json.dumps(basis, sort_keys=True).encode()).hexdigest()[:16]
+
+
+@dataclass
+class _Slot:
+    prepare: dict
+    memory_bytes: int
+    ready: deque[Spawned] = field(default_factory=deque)
+    spawning: int = 0
+    last_demand: float = 0.0
+    demand: int = 0
+
+
+@dataclass
+class PoolStats:
+    hits: int = 0  # jobs that found a prepared sandbox
+    waits: int = 0  # jobs that waited for one being prepared
+    cold: int = 0  # jobs that started their own
+    spawned: int = 0
+    discarded: int = 0
+
+
+class SandboxPool:
+    def __init__(
+        self,
+        sandbox: BwrapSandbox,
+        *,
+        per_key: int = 2,
+        max_idle: int = 4,
+        spawners: int = 2,
+        prepare_timeout_s: float = 120.0,
+        idle_keys_after_s: float = 600.0,
+    ):
+        self.sandbox = sandbox
+        self.per_key = per_key
+        self.max_idle = max_idle
+        self.prepare_timeout_s = prepare_timeout_s
+        self.idle_keys_after_s = idle_keys_after_s
+        self.stats = PoolStats()
+        self._slots: OrderedDict[str, _Slot] = OrderedDict()
+        self._lock = threading.Condition()
+        self._spawners = ThreadPoolExecutor(max_workers=spawners,
+                                            thread_name_prefix="tj-pool-spawn")
+        self._closed = False
+
+    # The Sandbox protocol of the engine.
+    def run(self, header: dict, tests_args: list[dict], plan: RunPlan) -> RawRun:
+        sp = self.acquire(header, plan.memory_bytes)
+        return self.sandbox.execute(sp, header, tests_args, plan)
+
+    def prewarm(self, header: dict, memory_bytes: int) -> None:
+        """Declare a key worth keeping ready from the start."""
+        key = pool_key(header)
+        with self._lock:
+            slot = self._slot(key, header, memory_bytes)
+            slot.last_demand = time.monotonic()
+        self._refill()
+
+    def acquire(self, header: dict, memory_bytes: int) -> Spawned:
+        key = pool_key(header)
+        deadline = time.monotonic() + self.prepare_timeout_s
+        with self._lock:
+            slot = self._slot(key, header, memory_bytes)
+            slot.last_demand = time.monotonic()
+            slot.demand += 1
+            waited = False
+            while True:
+                while slot.ready:
+                    sp = slot.ready.popleft()
+                    if sp.alive():
+                        self._count(waited)
+                        self._lock.notify_all()
+                        self._spawn_soon()
+                        return sp
+                    self.stats.discarded += 1
+                    threading.Thread(target=sp.destroy, daemon=True).start()
+                if slot.spawning == 0 and not self._closed:
+                    self._start_spawn(key, slot)
+                if time.monotonic() >= deadline or self._closed:
+                    break
+                waited = True
+                self._lock.wait(timeout=0.5)
+        # Nothing came in time: a sandbox of our own (it prepares as it runs).
+        self.stats.cold += 1
+        return self.sandbox.spawn(header, memory_bytes)
+
+    def _count(self, waited: bool) -> None:
+        if waited:
+            self.stats.waits += 1
+        else:
+            self.stats.hits += 1
+
+    def _slot(self, key: str, header: dict, memory_bytes: int) -> _Slot:
+        slot = self._slots.get(key)
+        if slot is None:
+            prepare = {"preload": header.get("preload", []), "warmup": header.get("warmup")}
+            slot = self._slots[key] = _Slot(prepare, memory_bytes)
+        slot.memory_bytes = max(slot.memory_bytes, memory_bytes)
+        self._slots.move_to_end(key)
+        return slot
+
+    def _idle_total(self) -> int:
+        return sum(len(s.ready) + s.spawning for s in self._slots.values())
+
+    def _wanted(self) -> list[str]:
+        """Keys in demand, most recent first."""
+        now = time.monotonic()
+        return [k for k, s in reversed(self._slots.items())
+                if now - s.last_demand < self.idle_keys_after_s]
+
+    def _refill(self) -> None:
+        with self._lock:
+            self._spawn_soon()
+
+    def _spawn_soon(self) -> None:
+        """Called with the lock held: start spawns for keys below their target."""
+        if self._closed:
+            return
+        for key in self._wanted():
+            slot = self._slots[key]
+            while len(slot.ready) + slot.spawning < self.per_key and \
+                    self._idle_total() < self.max_idle:
+                self._start_spawn(key, slot)
+
+    def _start_spawn(self, key: str, slot: _Slot) -> None:
+        slot.spawning += 1
+        self._spawners.submit(self._spawn_one, key, slot)
+
+    def _spawn_one(self, key: str, slot: _Slot) -> None:
+        sp: Spawned | None = None
+        try:
+            sp = self.sandbox.spawn(slot.prepare, slot.memory_bytes, background=True)
+            ok = self.sandbox.wait_warm(sp, self.prepare_timeout_s)
+        except Exception:  # noqa: BLE001 - a failed spawn must not kill the spawner
+            log.exception("spawning a sandbox failed")
+            ok = False
+        with self._lock:
+            slot.spawning -= 1
+            if ok and sp is not None and not self._closed:
+                slot.ready.append(sp)
+                self.stats.spawned += 1
+                sp = None
+            self._lock.notify_all()
+        if sp is not None:
+            self.stats.discarded += 1
+            sp.destroy()
+            time.sleep(0.5)  # a host that cannot spawn should not be hammered
+
+    def idle(self) -> list[Spawned]:
+        with self._lock:
+            return [sp for s in self._slots.values() for sp in s.ready]
+
+    def idle_memory_bytes(self) -> int:
+        """Memory charged to the idle sandboxes' cgroups (None-safe: 0 without cgroups)."""
+        total = 0
+        for sp in self.idle():
+            if sp.cgroup is not None:
+                total += sp.cgroup.usage_bytes() or 0
+        return total
+
+    def wait_ready(self, count: int, timeout_s: float) -> bool:
+        deadline = time.monotonic() + timeout_s
+        with self._lock:
+            while sum(len(s.ready) for s in self._slots.values()) < count:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._lock.wait(timeout=left)
+        return True
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            victims = [sp for s in self._slots.values() for sp in s.ready]
+            for s in self._slots.values():
+                s.ready.clear()
+            self._lock.notify_all()
+        for sp in victims:
+            sp.destroy()
+        self._spawners.shutdown(wait=True, cancel_futures=True)
+        # Spawns that were in flight when we closed are destroyed by _spawn_one.
