@@ -26,11 +26,17 @@ def _fail(msg: str, code: int = 2) -> None:
     raise typer.Exit(code)
 
 
-def _sandbox():  # noqa: ANN202
+def _sandbox(pooled: bool = False):  # noqa: ANN202
+    """A fresh sandbox per judgement for one-off commands; a pool of prepared ones for
+    workers."""
+    from app.worker import make_worker_sandbox
     from judge.sandbox import SandboxUnavailable, make_sandbox
 
+    st = get_settings()
     try:
-        return make_sandbox(get_settings().sandbox)
+        if pooled:
+            return make_worker_sandbox(st)
+        return make_sandbox(st.sandbox, compile_cache=st.compile_cache)
     except SandboxUnavailable as e:
         _fail(str(e))
 
@@ -55,7 +61,7 @@ def judge_cmd(
 ) -> None:
     """Judge a local file with the same sandbox and comparison as the service."""
     from app.render import result_table
-    from judge.engine import judge
+    from judge.engine import fill_compile_cache, judge
     from judge.package import PackageError, load_package
 
     try:
@@ -68,7 +74,9 @@ def judge_cmd(
         package = load_package(_find_package(problem))
     except PackageError as e:
         _fail(str(e))
-    result = judge(package, code, _sandbox(), samples_only=samples)
+    sandbox = _sandbox()
+    fill_compile_cache(package, sandbox)
+    result = judge(package, code, sandbox, samples_only=samples)
     if as_json:
         typer.echo(json.dumps(result.to_dict(), indent=2))
     else:
@@ -200,7 +208,7 @@ def serve_cmd(
     st = get_settings()
     setup_logging(st.log_level, st.log_format)
     n = st.workers if workers is None else workers
-    sandbox = _sandbox() if n > 0 else None
+    sandbox = _sandbox(pooled=True) if n > 0 else None
     ctx = Context.create(st)
     try:
         migrate.upgrade(ctx.db)
@@ -226,7 +234,7 @@ def worker_cmd(
     if concurrency < 1:
         _fail("--concurrency must be at least 1")
     st = get_settings()
-    sandbox = _sandbox()
+    sandbox = _sandbox(pooled=True)
     ctx = _ctx()
     setup_logging(st.log_level, st.log_format)
     pool = WorkerPool(ctx, concurrency, kind="standalone", sandbox=sandbox)

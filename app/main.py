@@ -6,16 +6,17 @@ import logging
 import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from html import escape
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi.responses import JSONResponse
+from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
+from app import web
 from app.api import health, problems, submissions, users
 from app.context import Context
 from app.notify import PgListener
@@ -101,18 +102,15 @@ def create_app(
         if exc.status_code == 400 and exc.detail == "There was an error parsing the body":
             # A body that is not UTF-8 JSON: malformed JSON is a 422 like any bad body.
             return JSONResponse({"detail": "the body is not valid UTF-8 JSON"}, 422)
+        if (exc.status_code == 404 and not request.url.path.startswith("/api/")
+                and "text/html" in request.headers.get("accept", "")):
+            # A browser on a path that does not exist gets the HTML page.
+            return await run_in_threadpool(web.not_found_page, request)
         return await http_exception_handler(request, exc)
 
     for r in (users.router, problems.router, submissions.router, health.router):
         app.include_router(r)
 
-    @app.get("/", response_class=HTMLResponse, include_in_schema=False)
-    def index() -> str:
-        rows = "".join(
-            f"<li><a href='/api/v1/problems/{escape(p['slug'])}'>{escape(p['title'])}</a> "
-            f"({escape(p['difficulty'])})</li>"
-            for p in problem_service.list_problems(ctx))
-        return (f"<!doctype html><title>tensorjudge</title><h1>tensorjudge</h1>"
-                f"<ul>{rows}</ul><p><a href='/docs'>API documentation</a></p>")
+    web.install(app)  # the pages ("/", "/problems/…", …) and /static
 
     return app

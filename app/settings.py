@@ -25,6 +25,11 @@ class Settings(BaseSettings):
     secret_key: str = ""
     sandbox: str = "bwrap"
     problems_dir: Path = REPO_ROOT / "problems"
+    # Prepared single-use sandboxes kept ready per kind of submission (0: a fresh sandbox
+    # per submission), at most `pool_max_idle` in all (about 350 MB each for JAX).
+    pool_size: int = Field(default=2, ge=0, le=16)
+    pool_max_idle: int = Field(default=3, ge=1, le=64)
+    compile_cache: bool = True  # the judge-filled, read-only JAX compilation cache
 
     # The queue.
     lease_seconds: float = Field(default=60.0, gt=0, description="a worker's hold on a submission")

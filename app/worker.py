@@ -24,6 +24,15 @@ log = logging.getLogger("tensorjudge.worker")
 JudgeFn = Callable[..., Any]
 
 
+def make_worker_sandbox(settings: Any) -> Any:
+    """The sandbox a worker judges with: by default, a pool of prepared sandboxes."""
+    from judge.sandbox import make_sandbox
+
+    return make_sandbox(settings.sandbox, pool_per_key=settings.pool_size,
+                        pool_max_idle=settings.pool_max_idle,
+                        compile_cache=settings.compile_cache)
+
+
 def _default_judge() -> JudgeFn:
     from judge.engine import judge
 
@@ -154,9 +163,7 @@ class WorkerPool:
         self.stopping = threading.Event()
         self.judge_fn = judge_fn or _default_judge()
         if sandbox is None:
-            from judge.sandbox import make_sandbox
-
-            sandbox = make_sandbox(ctx.settings.sandbox)
+            sandbox = make_worker_sandbox(ctx.settings)
         self.sandbox = sandbox
         self.threads = [WorkerThread(self, queue.worker_name(i)) for i in range(n)]
         self.listener: PgListener | None = None
@@ -176,7 +183,35 @@ class WorkerPool:
         for t in self.threads:
             t.start()
         self._beat.start()
+        if hasattr(self.sandbox, "prewarm"):
+            threading.Thread(target=self._prepare_sandboxes, name="pool-prepare",
+                             daemon=True).start()
         log.info("workers started", extra={"workers": self.names, "kind": self.kind})
+
+    def _prepare_sandboxes(self) -> None:
+        """Fill the compilation cache for every current problem, then keep prepared
+        sandboxes ready for them; the most expensive to prepare are declared last, so first."""
+        from judge.engine import pool_headers
+        from judge.sandbox import xla_cache
+
+        try:
+            packages = problems.current_packages(self.ctx)
+        except Exception as e:  # noqa: BLE001 - the pool then fills on demand
+            log.warning("cannot list problems to prepare sandboxes", extra={"error": str(e)})
+            return
+        pool = self.sandbox
+        for package in packages:
+            memory = package.manifest.limits.memory_mb << 20
+            for header in pool_headers(package):
+                if self.stopping.is_set():
+                    return
+                try:
+                    xla_cache.fill(pool.sandbox, header, memory)
+                except Exception as e:  # noqa: BLE001
+                    log.warning("compilation cache not filled",
+                                extra={"problem": package.slug, "error": str(e)})
+                pool.prewarm(header, memory)
+        log.info("sandboxes prepared", extra={"problems": len(packages)})
 
     def _heartbeat(self) -> None:
         while not self.stopping.wait(self.ctx.settings.heartbeat_seconds):
@@ -201,6 +236,8 @@ class WorkerPool:
         """Stop claiming; wait (up to `timeout` seconds, else for as long as it takes) for
         the submissions being judged to finish."""
         self.stopping.set()
+        if hasattr(self.sandbox, "close"):
+            self.sandbox.close()
         self.ctx.hub.queue_changed()
         deadline = None if timeout is None else time.monotonic() + timeout
         for t in self.threads:

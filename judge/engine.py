@@ -111,6 +111,27 @@ def _shape_only(value: object) -> object:
 _VALUE_ARGS = {"seed"}
 
 
+def pool_headers(package: Package) -> list[dict]:
+    """One sandbox header (without code) per framework family the problem allows: what a
+    pool prepares ahead for it, cheapest first."""
+    order = ["numpy", "torch", "jax", "flax"]
+    fws = sorted(set(package.manifest.frameworks), key=order.index)
+    return [sandbox_header(package, "", preload_for([fw])) for fw in fws]
+
+
+def fill_compile_cache(package: Package, sandbox: object) -> None:
+    """Fill the judge's JAX compilation cache for this problem's warm-ups (once per version;
+    a no-op without a cache or for problems without JAX)."""
+    from judge.sandbox import xla_cache
+    from judge.sandbox.bwrap import BwrapSandbox
+
+    inner = getattr(sandbox, "sandbox", sandbox)
+    if not isinstance(inner, BwrapSandbox) or inner.xla_cache_dir is None:
+        return
+    for header in pool_headers(package):
+        xla_cache.fill(inner, header, package.manifest.limits.memory_mb << 20)
+
+
 def sandbox_header(package: Package, code: str, preload: list[str]) -> dict:
     """What the sandbox needs before and with the job. Judge-owned except `code`."""
     header: dict = {"code": code, "entry": package.entry_point, "preload": preload}

@@ -86,6 +86,12 @@ def validate(
     note("float32 reference within tolerance of float64", margins[worst] < 1.0,
          f"worst {package.tests[worst].name}: {margins[worst]:.3g} of the tolerance")
 
+    from judge.engine import fill_compile_cache
+
+    try:
+        fill_compile_cache(package, sandbox)
+    except Exception as e:  # noqa: BLE001 - only slower without it
+        note("compilation cache", True, f"not filled: {e}")
     jobs: list[tuple[str, str, Verdict]] = [
         ("reference", package.reference_source, Verdict.AC)
     ] + [(s.label, s.path.read_text(encoding="utf-8"), s.expected)

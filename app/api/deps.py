@@ -8,7 +8,7 @@ from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from app.context import Context
-from app.services import users
+from app.services import sessions, users
 from app.services.errors import Forbidden, Unauthorized
 from app.services.users import UserView
 
@@ -35,6 +35,25 @@ def current_user(ctx: CtxDep, token: Annotated[str, Depends(bearer_token)]) -> U
 
 
 UserDep = Annotated[UserView, Depends(current_user)]
+
+
+def bearer_or_session_user(
+    ctx: CtxDep, request: Request,
+    creds: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+) -> UserView:
+    """A bearer token, or else the pages' session cookie: browsers' EventSource cannot send
+    an Authorization header. Only for reads (GET): form posts are the pages' own, with CSRF
+    checks."""
+    if creds is not None:
+        return current_user(ctx, bearer_token(creds))
+    session = sessions.decode(ctx, request.cookies.get(sessions.COOKIE))
+    user = sessions.user_of(ctx, session)
+    if user is None:
+        raise Unauthorized("a bearer token or a signed-in session is required")
+    return user
+
+
+BrowserUserDep = Annotated[UserView, Depends(bearer_or_session_user)]
 TokenDep = Annotated[str, Depends(bearer_token)]
 
 

@@ -11,7 +11,7 @@ from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
-from app.api.deps import AdminDep, CtxDep, UserDep
+from app.api.deps import AdminDep, BrowserUserDep, CtxDep, UserDep
 from app.api.schemas import Error, Queued, SubmissionIn, SubmissionOut, SubmissionSummary
 from app.context import Context
 from app.services import submissions
@@ -83,9 +83,9 @@ async def get_submission(
 
 @router.get("/submissions/{sid}/events", responses={404: {"model": Error}},
             response_class=StreamingResponse)
-async def submission_events(sid: int, ctx: CtxDep, user: UserDep) -> StreamingResponse:
+async def submission_events(sid: int, ctx: CtxDep, user: BrowserUserDep) -> StreamingResponse:
     """Server-sent events: a `status` event with the submission at every change of status,
-    until it is done."""
+    until it is done. Authenticated by a bearer token or by the pages' session cookie."""
     await run_in_threadpool(submissions.status_of, ctx, user, sid)  # 404 before streaming
 
     async def stream() -> AsyncIterator[str]:

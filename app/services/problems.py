@@ -345,6 +345,18 @@ def list_problems(ctx: Context) -> list[dict[str, Any]]:
         return [_summary_row(p, v) for p, v in rows]
 
 
+def current_packages(ctx: Context) -> list[Package]:
+    """The current version of every problem, loaded (for workers preparing sandboxes)."""
+    latest = _latest_version_ids()
+    with ctx.db.transaction() as s:
+        ids = s.scalars(
+            select(ProblemVersion.id)
+            .join(latest, (latest.c.problem_id == ProblemVersion.problem_id)
+                  & (latest.c.n == ProblemVersion.number))
+        ).all()
+    return [load_version(ctx, vid) for vid in ids]
+
+
 def current_version_id(ctx: Context, slug: str) -> int:
     with ctx.db.transaction() as s:
         vid = s.scalar(select(ProblemVersion.id).join(Problem)
@@ -376,6 +388,36 @@ def get_problem(ctx: Context, slug: str, *, samples: bool = True) -> dict[str, A
     if samples:
         out["samples"] = cached if cached is not None else version_samples(ctx, vid)
     return out
+
+
+def ready_samples(ctx: Context, slug: str) -> list[dict[str, Any]] | None:
+    """The current version's samples if they were computed already, else None (the pages
+    then fetch them separately instead of waiting for the reference to run)."""
+    vid = current_version_id(ctx, slug)
+    with ctx.db.transaction() as s:
+        return s.scalar(select(ProblemVersion.samples).where(ProblemVersion.id == vid))
+
+
+def test_names(ctx: Context, slug: str, version: int | None = None, *,
+               samples_only: bool = False) -> list[str]:
+    """The names of a version's tests in order (the current version by default)."""
+    with ctx.db.transaction() as s:
+        q = (select(ProblemTest.name).join(ProblemVersion,
+                                           ProblemVersion.id == ProblemTest.version_id)
+             .join(Problem, Problem.id == ProblemVersion.problem_id)
+             .where(Problem.slug == slug))
+        if version is None:
+            q = q.where(ProblemVersion.id == current_version_id(ctx, slug))
+        else:
+            q = q.where(ProblemVersion.number == version)
+        if samples_only:
+            q = q.where(ProblemTest.kind == "sample")
+        return list(s.scalars(q.order_by(ProblemTest.position)))
+
+
+def reference_source(ctx: Context, slug: str) -> str:
+    """The source of the current version's reference solution."""
+    return load_version(ctx, current_version_id(ctx, slug)).reference_source
 
 
 _samples_locks: dict[int, threading.Lock] = {}

@@ -244,10 +244,8 @@ class BwrapSandbox:
         def kill() -> None:
             if cgroup is not None:
                 cgroup.kill_all()
-            try:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(sp.proc.pid, 9)
-            except (ProcessLookupError, PermissionError):
-                pass
 
         try:
             raw = pump(sp.proc, sp.chan_r, wire.encode_job(job, tests_args), plan, kill,
@@ -322,10 +320,8 @@ class Spawned:
         self._destroyed = True
         if self.cgroup is not None:
             self.cgroup.kill_all()
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.proc.pid, 9)
-        except (ProcessLookupError, PermissionError):
-            pass
         with contextlib.suppress(OSError):
             os.close(self.chan_r)
         for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):

@@ -1,0 +1,210 @@
+"""Turning service data into what the templates show: verdicts in words, numbers, the
+per-test table and the heatmap of a submission."""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import UTC, datetime
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from app.web import heatmap
+from judge.verdicts import VERDICT_WORDS, Verdict
+
+STATIC_DIR = Path(__file__).resolve().parents[1] / "static"
+
+WORDS: dict[str, str] = {v.value: w for v, w in VERDICT_WORDS.items()}
+# CSS class per verdict: the colour goes with the words, never instead of them.
+KIND: dict[str, str] = {
+    "AC": "ok", "WA": "bad", "TLE": "limit", "MLE": "limit", "OLE": "limit",
+    "RE": "crash", "CE": "compile", "IE": "internal",
+}
+STATUS_WORDS = {"queued": "Queued", "running": "Running", "done": "Done"}
+DIFFICULTY_ORDER = {"easy": 0, "medium": 1, "hard": 2}
+
+
+def verdict_words(code: str | None) -> str:
+    if code is None:
+        return "Not run"
+    return WORDS.get(code, code)
+
+
+def verdict_kind(code: str | None) -> str:
+    return KIND.get(code or "", "pending")
+
+
+def fmt_num(x: Any) -> str:
+    if x is None:
+        return "–"
+    if isinstance(x, bool):
+        return str(x)
+    if isinstance(x, int):
+        return str(x)
+    if isinstance(x, float):
+        return heatmap.fmt(x)
+    return str(x)
+
+
+def fmt_ms(x: float | None) -> str:
+    if x is None:
+        return "–"
+    if x >= 1000:
+        return f"{x / 1000:.2f} s"
+    if x >= 10:
+        return f"{x:.0f} ms"
+    return f"{x:.1f} ms" if x >= 1 else f"{x:.2f} ms"
+
+
+def fmt_err(x: float | None, compared: bool) -> str:
+    """An error figure; None means NaN/inf when the output was compared at all."""
+    if not compared:
+        return "–"
+    return "NaN/inf" if x is None else heatmap.fmt(x)
+
+
+def parse_time(value: str | datetime | None) -> datetime | None:
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
+    return datetime.fromisoformat(value)
+
+
+def fmt_time(value: str | datetime | None) -> str:
+    t = parse_time(value)
+    return "–" if t is None else t.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def iso(value: str | datetime | None) -> str:
+    t = parse_time(value)
+    return "" if t is None else t.astimezone(UTC).isoformat()
+
+
+def pct(x: float | None) -> str:
+    return "–" if x is None else f"{100 * x:.0f}%"
+
+
+@lru_cache(maxsize=64)
+def _asset_version(path: str, mtime_ns: int) -> str:
+    return hashlib.sha256((STATIC_DIR / path).read_bytes()).hexdigest()[:10]
+
+
+def asset(path: str) -> str:
+    """/static URL of a file with a content hash, so browsers may cache it for long."""
+    f = STATIC_DIR / path
+    try:
+        v = _asset_version(path, f.stat().st_mtime_ns)
+    except FileNotFoundError:
+        v = "missing"
+    return f"/static/{path}?v={v}"
+
+
+def default_starter(entry_point: str, signature: str) -> str:
+    """Starter code for a package without `starter.py`: the entry function's header, with the
+    parameter names taken from the signature (`f(x: (N, M), k: int) -> ...`)."""
+    names: list[str] = []
+    start = signature.find("(")
+    if signature.startswith(entry_point) and start >= 0:
+        depth, current = 0, ""
+        for ch in signature[start + 1:]:
+            if ch in "([{":
+                depth += 1
+            elif ch in ")]}":
+                if depth == 0:
+                    names.append(current)
+                    break
+                depth -= 1
+            if ch == "," and depth == 0:
+                names.append(current)
+                current = ""
+            else:
+                current += ch
+    params = [n.split(":")[0].split("=")[0].strip() for n in names]
+    params = [p for p in params if p.isidentifier()]
+    return f"def {entry_point}({', '.join(params)}):\n    # your code here\n    pass\n"
+
+
+# --- the result of a submission ----------------------------------------------------------
+
+
+def test_rows(result: dict[str, Any] | None, pending: list[str], status: str
+              ) -> list[dict[str, Any]]:
+    if result is None:
+        state = "running" if status == "running" else "queued"
+        return [{"name": n, "verdict": None, "words": "Running" if state == "running"
+                 else "Waiting", "kind": "pending", "pending": True} for n in pending]
+    rows = []
+    for t in result.get("tests", []):
+        v = t.get("verdict")
+        compared = t.get("mismatches") is not None
+        rows.append({
+            "name": t.get("name", ""),
+            "verdict": v,
+            "words": verdict_words(v),
+            "kind": verdict_kind(v) if v else "notrun",
+            "time": fmt_ms(t.get("time_ms")),
+            "abs_err": fmt_err(t.get("max_abs_err"), compared),
+            "rel_err": fmt_err(t.get("max_rel_err"), compared),
+            "mismatches": "–" if t.get("mismatches") is None else str(t["mismatches"]),
+            "message": t.get("message") or "",
+            "has_grid": bool(t.get("error_grid")),
+            "pending": False,
+        })
+    return rows
+
+
+def pick_heatmap_test(result: dict[str, Any] | None, wanted: str | None
+                      ) -> dict[str, Any] | None:
+    """The test whose picture is shown: the one asked for, else the first wrong answer
+    with an error grid."""
+    if not result:
+        return None
+    with_grid = [t for t in result.get("tests", []) if t.get("error_grid")]
+    for t in with_grid:
+        if wanted is not None and t.get("name") == wanted:
+            return t
+    return with_grid[0] if with_grid else None
+
+
+def result_context(view: dict[str, Any], pending: list[str], wanted: str | None = None
+                   ) -> dict[str, Any]:
+    """Everything `_result.html` shows of a submission (the dict of submissions.get)."""
+    status = view["status"]
+    result = view.get("result") if status == "done" else None
+    verdict = view.get("verdict") if status == "done" else None
+    test = pick_heatmap_test(result, wanted)
+    hm = heatmap.build(test) if test else None
+    score = (result or {}).get("score") or view.get("score")
+    return {
+        "id": view["id"],
+        "problem": view["problem"],
+        "mode": view["mode"],
+        "status": status,
+        "status_words": STATUS_WORDS.get(status, status),
+        "verdict": verdict,
+        "verdict_words": verdict_words(verdict) if verdict else STATUS_WORDS.get(status),
+        "kind": verdict_kind(verdict) if verdict else "pending",
+        "score": score,
+        "rows": test_rows(result, pending, status),
+        "message": (result or {}).get("message"),
+        "stdout": (result or {}).get("stdout") or "",
+        "stderr": (result or {}).get("stderr") or "",
+        "wall_ms": (result or {}).get("wall_ms"),
+        "heatmap": hm,
+        "heatmap_test": test,
+        "multiple_grids": sum(1 for t in (result or {}).get("tests", [])
+                              if t.get("error_grid")) > 1,
+        "created_at": view.get("created_at"),
+        "finished_at": view.get("finished_at"),
+        "user": view.get("user"),
+        "attempts": view.get("attempts"),
+    }
+
+
+def is_verdict(code: str) -> bool:
+    try:
+        Verdict(code)
+    except ValueError:
+        return False
+    return True
