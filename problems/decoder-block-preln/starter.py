@@ -1,6 +1,6 @@
+import flax.linen as nn
 import jax
 import jax.numpy as jnp
-import flax.linen as nn
 
 
 def decoder_block_forward(seed, x_q, x_kv, num_heads, d_ff):

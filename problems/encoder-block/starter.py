@@ -1,6 +1,6 @@
+import flax.linen as nn
 import jax
 import jax.numpy as jnp
-import flax.linen as nn
 
 
 def encoder_block_forward(seed, x, num_heads, d_ff):
