@@ -219,6 +219,8 @@
       body.set("mode", mode);
       busy(true);
       if (current) current.stop();
+      panel.innerHTML = '<p class="muted sending">' + (mode === "run" ? "Running" : "Submitting") +
+        " your code…</p>";
       if (announce) announce.textContent = mode === "run" ? "Running the samples" : "Submitted";
       fetch(form.action, {
         method: "POST",
@@ -236,7 +238,9 @@
             container: panel,
             announce: announce,
             reveal: function (el) {
-              if (el.scrollIntoView) el.scrollIntoView({ block: "nearest", behavior: "smooth" });
+              // Bring the verdict line into view (the table follows below it).
+              var head = el.querySelector(".result-head") || el;
+              if (head.scrollIntoView) head.scrollIntoView({ block: "nearest" });
             },
             onDone: function (verdict) {
               busy(false);

@@ -130,7 +130,7 @@ def build(test: dict[str, Any]) -> Heatmap | None:
     label += f". Largest finite error {fmt(vmax)}."
 
     # Layout, in CSS pixels: cells at least 8 px, the whole grid at most 560 px wide.
-    cell = max(8, min(44, 560 // max(cols, 1)))
+    cell = max(8, min(52, 560 // max(cols, 1)))
     cell_h = max(6, min(cell, 420 // max(rows, 1))) if rows > 24 else cell
     left, top, right = 36, 8, 8
     bottom = 22

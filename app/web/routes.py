@@ -21,9 +21,10 @@ from app.web.markdown import render_statement, strip_title
 TEMPLATES_DIR = Path(__file__).resolve().parents[1] / "templates"
 templates = Jinja2Templates(directory=str(TEMPLATES_DIR))
 templates.env.globals.update(asset=views.asset, verdict_words=views.verdict_words,
-                             verdict_kind=views.verdict_kind)
+                             verdict_kind=views.verdict_kind, inline_js=views.INLINE_JS)
 templates.env.filters.update(num=views.fmt_num, ms=views.fmt_ms, when=views.fmt_time,
-                             iso=views.iso, pct=views.pct, g=lambda x: f"{x:g}")
+                             iso=views.iso, pct=views.pct, g=lambda x: f"{x:g}",
+                             pyval=views.fmt_value)
 
 router = APIRouter(include_in_schema=False)
 
@@ -40,6 +41,7 @@ def render(request: Request, template: str, status_code: int = 200, **context: A
     context.update(request=request, user=st.user, csrf=st.session.csrf)
     response = templates.TemplateResponse(request, template, context, status_code=status_code)
     response.headers.setdefault("Cache-Control", "no-store")
+    response.headers.update(views.SECURITY_HEADERS)
     return web_session.apply_cookie(request, response)
 
 
