@@ -86,8 +86,31 @@ class CompileClock:
         return self.total_s * 1000.0
 
 
+def _quiet_fds():
+    """Point stdout/stderr at /dev/null; returns a function that restores them. Nobody reads
+    an idle sandbox's output, so anything written while preparing would fill the pipe and
+    block, and none of it is the user's."""
+    saved = [os.dup(1), os.dup(2)]
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 1)
+    os.dup2(null, 2)
+    os.close(null)
+
+    def restore():
+        for fd, orig in zip((1, 2), saved):
+            os.dup2(orig, fd)
+            os.close(orig)
+
+    return restore
+
+
 def _prepare(prep):
     """Imports, backend start and the judge's warm-up: everything before the job arrives."""
+    import warnings
+
+    # The shared cache is read-only here: failing to add entries for new compilations
+    # (the user's own jit, say) is expected, not worth a warning each time.
+    warnings.filterwarnings("ignore", message="Error writing persistent compilation cache")
     t0 = time.perf_counter()
     import numpy  # noqa: F401  (always needed to rebuild inputs)
 
@@ -275,7 +298,13 @@ def main():
     prep, _ = _read_frame(0)
     chan = Channel(prep["channel_fd"])
     _setup_paths(prep)
-    import_ms, warmup_ms, warm_error, clock = _prepare(prep)
+    restore = _quiet_fds()
+    try:
+        import_ms, warmup_ms, warm_error, clock = _prepare(prep)
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        restore()
     chan.send({"ev": "warm", "import_ms": import_ms, "warmup_ms": warmup_ms,
                "warmup_error": warm_error,
                "startup_ms": (time.perf_counter() - t_start) * 1000.0})
