@@ -66,6 +66,43 @@ class LeaseKeeper(threading.Thread):
         self.join(timeout=5)
 
 
+class ProgressWriter(threading.Thread):
+    """Publishes tests as they are judged, off the judging path: the judge hands over the
+    latest list and goes on; this writes it at most every `every` seconds."""
+
+    def __init__(self, ctx: Context, job: Job, every: float = 0.1):
+        super().__init__(name=f"progress-{job.submission_id}", daemon=True)
+        self.ctx, self.job, self.every = ctx, job, every
+        self.tests: dict[int, dict[str, Any]] = {}
+        self.changed = threading.Event()
+        self.done = threading.Event()
+        self._lock = threading.Lock()
+
+    def on_test(self, index: int, test: Any) -> None:
+        with self._lock:
+            self.tests[index] = test.to_dict()
+        self.changed.set()
+
+    def run(self) -> None:
+        while not self.done.is_set():
+            if not self.changed.wait(0.5):
+                continue
+            self.changed.clear()
+            with self._lock:
+                snapshot = [self.tests[i] for i in sorted(self.tests)]
+            try:
+                if not queue.progress(self.ctx, self.job, snapshot):
+                    return
+            except Exception as e:  # noqa: BLE001 - progress is a courtesy
+                log.debug("progress not written", extra={"error": str(e)})
+            self.done.wait(self.every)
+
+    def stop(self) -> None:
+        self.done.set()
+        self.changed.set()
+        self.join(timeout=5)
+
+
 class WorkerThread(threading.Thread):
     def __init__(self, pool: WorkerPool, name: str):
         super().__init__(name=name, daemon=True)
@@ -115,16 +152,20 @@ class WorkerThread(threading.Thread):
         else:
             keeper = LeaseKeeper(ctx, job)
             keeper.start()
+            progress = ProgressWriter(ctx, job)
+            progress.start()
             try:
                 package = problems.load_version(ctx, job.version_id)
                 res = self.pool.judge_fn(package, job.code, self.pool.sandbox,
-                                         samples_only=job.mode == "run")
+                                         samples_only=job.mode == "run",
+                                         on_test=progress.on_test)
                 result = res.to_dict()
             except Exception as e:  # noqa: BLE001 - never the user's fault
                 log.exception("judging failed", extra={"submission": job.submission_id})
                 result = aggregate([], internal_error=f"the worker failed: "
                                    f"{type(e).__name__}: {e}").to_dict()
             finally:
+                progress.stop()
                 keeper.stop()
         judge_ms = (time.monotonic() - t0) * 1000.0
         outcome = self._complete(job, result, judge_ms)

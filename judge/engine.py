@@ -10,6 +10,7 @@ import json
 import signal
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -88,6 +89,7 @@ def warmup_cases(package: Package) -> list[dict]:
     seen: dict[str, dict] = {}
     for t in package.tests:
         case = _shape_only(gen.generate(t.seed, **t.params))
+        assert isinstance(case, dict)
         seen.setdefault(json.dumps(case, sort_keys=True), case)
     cases = list(seen.values())
     _WARMUP_CASES[package.content_hash] = cases
@@ -158,8 +160,12 @@ def judge(
     sandbox: Sandbox,
     *,
     samples_only: bool = False,
+    on_test: Callable[[int, TestResult], None] | None = None,
 ) -> JudgeResult:
-    """Judge `code` against `package`. Faults of the judge itself come back as IE."""
+    """Judge `code` against `package`. Faults of the judge itself come back as IE.
+
+    `on_test(index, result)` hears of each test as soon as it is compared (live progress);
+    the returned result is the authority."""
     t0 = time.monotonic()
     try:
         prepared = prepare(package, samples_only)
@@ -181,12 +187,21 @@ def judge(
         expected_sizes=[int(e.size) for e in prepared.expected],
     )
     header = sandbox_header(package, code, imported_frameworks(tree))
+    tol = Tolerance(package.manifest.tolerance.atol, package.manifest.tolerance.rtol)
+    if on_test is not None:
+        def on_frame(frame: wire.Frame) -> None:
+            i = frame.header.get("test")
+            if isinstance(i, int) and 0 <= i < len(prepared.tests):
+                t = test_from_frame(frame, i, prepared, tol)
+                if t is not None:
+                    on_test(i, t)
+
+        plan.on_frame = on_frame
     try:
         raw = sandbox.run(header, prepared.args, plan)
     except Exception as e:  # noqa: BLE001
         return aggregate(not_run, internal_error=f"the sandbox failed: {e}\n"
                          + traceback.format_exc(limit=3))
-    tol = Tolerance(package.manifest.tolerance.atol, package.manifest.tolerance.rtol)
     result = interpret(raw, prepared, tol, plan)
     result.wall_ms = (time.monotonic() - t0) * 1000.0
     return result
@@ -259,29 +274,14 @@ def interpret(raw: RawRun, prepared: PreparedTests, tol: Tolerance, plan: RunPla
     first_traceback: str | None = None
     for frame in raw.frames:
         i = frame.header.get("test")
-        if frame.ev not in ("result", "error", "bad_output") or not isinstance(i, int):
+        if not isinstance(i, int) or not 0 <= i < len(tests) or tests[i].verdict is not None:
             continue
-        if not 0 <= i < len(tests) or tests[i].verdict is not None:
+        judged = test_from_frame(frame, i, prepared, tol)
+        if judged is None:
             continue
-        time_ms = _float(frame.header.get("time_ms"))
-        name = prepared.tests[i].name
-        if frame.ev == "result":
-            try:
-                got = wire.result_array(frame)
-            except wire.WireError as e:
-                tests[i] = TestResult(name, Verdict.RE, time_ms=time_ms, message=str(e))
-                continue
-            tests[i] = compare(name, got, prepared.expected[i], prepared.shapes[i], tol, time_ms)
-            tests[i].compile_ms = _float(frame.header.get("compile_ms"))
-        elif frame.ev == "error":
-            tb = str(frame.header.get("message", ""))
-            first_traceback = first_traceback or tb
-            last = tb.strip().splitlines()[-1] if tb.strip() else "exception"
-            tests[i] = TestResult(name, Verdict.RE, time_ms=time_ms, message=last)
-        else:
-            tests[i] = TestResult(name, Verdict.WA, time_ms=time_ms,
-                                  shape=_shape(frame.header.get("shape")),
-                                  message=str(frame.header.get("message", "bad output")))
+        tests[i] = judged
+        if frame.ev == "error":
+            first_traceback = first_traceback or str(frame.header.get("message", ""))
 
     if not raw.done or raw.ole:
         verdict, why = _fatal(raw, plan)
@@ -298,6 +298,29 @@ def interpret(raw: RawRun, prepared: PreparedTests, tol: Tolerance, plan: RunPla
             return finish(internal_error=why)
         return finish(message=first_traceback or why)
     return finish(message=first_traceback)
+
+
+def test_from_frame(frame: wire.Frame, i: int, prepared: PreparedTests,
+                    tol: Tolerance) -> TestResult | None:
+    """The verdict of test `i` from its result frame (None for frames that are not one)."""
+    if frame.ev not in ("result", "error", "bad_output"):
+        return None
+    time_ms = _float(frame.header.get("time_ms"))
+    name = prepared.tests[i].name
+    if frame.ev == "result":
+        try:
+            got = wire.result_array(frame)
+        except wire.WireError as e:
+            return TestResult(name, Verdict.RE, time_ms=time_ms, message=str(e))
+        t = compare(name, got, prepared.expected[i], prepared.shapes[i], tol, time_ms)
+        t.compile_ms = _float(frame.header.get("compile_ms"))
+        return t
+    if frame.ev == "error":
+        tb = str(frame.header.get("message", ""))
+        last = tb.strip().splitlines()[-1] if tb.strip() else "exception"
+        return TestResult(name, Verdict.RE, time_ms=time_ms, message=last)
+    return TestResult(name, Verdict.WA, time_ms=time_ms, shape=_shape(frame.header.get("shape")),
+                      message=str(frame.header.get("message", "bad output")))
 
 
 def _float(x: object) -> float | None:

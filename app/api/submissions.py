@@ -84,8 +84,9 @@ async def get_submission(
 @router.get("/submissions/{sid}/events", responses={404: {"model": Error}},
             response_class=StreamingResponse)
 async def submission_events(sid: int, ctx: CtxDep, user: BrowserUserDep) -> StreamingResponse:
-    """Server-sent events: a `status` event with the submission at every change of status,
-    until it is done. Authenticated by a bearer token or by the pages' session cookie."""
+    """Server-sent events: a `status` event with the submission at every change of status
+    and at every test judged (`progress` lists the tests so far), until it is done.
+    Authenticated by a bearer token or by the pages' session cookie."""
     await run_in_threadpool(submissions.status_of, ctx, user, sid)  # 404 before streaming
 
     async def stream() -> AsyncIterator[str]:
@@ -94,7 +95,8 @@ async def submission_events(sid: int, ctx: CtxDep, user: BrowserUserDep) -> Stre
             idle = 0.0
             while True:
                 view = await run_in_threadpool(submissions.get, ctx, user, sid)
-                key = (view["status"], len(view["judgements"]), view["attempts"])
+                key = (view["status"], len(view["judgements"]), view["attempts"],
+                       len(view.get("progress") or []))
                 if key != last:
                     last = key
                     view.pop("code", None)

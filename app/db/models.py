@@ -173,6 +173,8 @@ class Submission(Base):
     lease_owner: Mapped[str | None] = mapped_column(String(255))
     lease_expires_at: Mapped[datetime | None]
     last_error: Mapped[str | None] = mapped_column(Text)
+    # Tests judged so far by the current attempt, shown live; cleared when it ends.
+    progress: Mapped[list[Any] | None]
 
     user: Mapped[User] = relationship()
     problem: Mapped[Problem] = relationship()

@@ -85,6 +85,7 @@ def claim(ctx: Context, worker: str) -> Job | None:
         sub.lease_owner = worker
         sub.lease_expires_at = now + lease
         sub.started_at = now
+        sub.progress = None
         job = Job(sub.id, sub.fence, sub.attempts, sub.version_id, sub.mode, sub.code, worker,
                   now)
         notify_in(s, submissions=(sub.id,))
@@ -118,6 +119,22 @@ def renew(ctx: Context, job: Job) -> bool:
         return rowcount(res) == 1
 
 
+def progress(ctx: Context, job: Job, tests: list[dict[str, Any]]) -> bool:
+    """Publish the tests judged so far; only the current lease holder can (the fence)."""
+    with ctx.db.transaction() as s:
+        res = s.execute(
+            update(Submission)
+            .where(Submission.id == job.submission_id, Submission.fence == job.fence,
+                   Submission.status == "running")
+            .values(progress=json_safe(tests)))
+        ok = rowcount(res) == 1
+        if ok:
+            notify_in(s, submissions=(job.submission_id,))
+    if ok:
+        announce(ctx, submissions=(job.submission_id,))
+    return ok
+
+
 def release(ctx: Context, job: Job) -> bool:
     """Give a claimed submission back untouched (a worker shutting down mid-judgement)."""
     with ctx.db.transaction() as s:
@@ -125,7 +142,7 @@ def release(ctx: Context, job: Job) -> bool:
             update(Submission)
             .where(Submission.id == job.submission_id, Submission.fence == job.fence,
                    Submission.status == "running")
-            .values(status="queued", lease_owner=None, lease_expires_at=None,
+            .values(status="queued", lease_owner=None, lease_expires_at=None, progress=None,
                     available_at=utcnow(), attempts=Submission.attempts - 1))
         ok = rowcount(res) == 1
         if ok:
@@ -151,6 +168,7 @@ def complete(ctx: Context, job: Job, result: dict[str, Any], judge_ms: float) ->
         elif verdict == "IE" and sub.attempts <= ctx.settings.ie_retries:
             delay = ctx.settings.ie_retry_delay_seconds * sub.attempts
             sub.status = "queued"
+            sub.progress = None
             sub.lease_owner = None
             sub.lease_expires_at = None
             sub.available_at = now + timedelta(seconds=delay)
@@ -172,6 +190,7 @@ def complete(ctx: Context, job: Job, result: dict[str, Any], judge_ms: float) ->
                 for i, t in enumerate(result.get("tests", []))]
             s.add(judgement)
             sub.status = "done"
+            sub.progress = None
             sub.verdict = verdict
             sub.finished_at = now
             sub.lease_owner = None

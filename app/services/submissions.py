@@ -85,6 +85,7 @@ def _view(sub: Submission, slug: str, username: str, judgements: list[Judgement]
     }
     if full:
         out["result"] = latest.result if latest else None
+        out["progress"] = sub.progress if sub.status == "running" else None
         out["code"] = sub.code
         out["attempts"] = sub.attempts
         out["judgements"] = [

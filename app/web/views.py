@@ -153,12 +153,16 @@ def default_starter(entry_point: str, signature: str) -> str:
 # --- the result of a submission ----------------------------------------------------------
 
 
-def test_rows(result: dict[str, Any] | None, pending: list[str], status: str
-              ) -> list[dict[str, Any]]:
+def test_rows(result: dict[str, Any] | None, pending: list[str], status: str,
+              progress: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
     if result is None:
+        # Being judged: the tests done so far, live, then the ones still to come.
+        done = test_rows({"tests": progress or []}, [], "done")
+        seen = {r["name"] for r in done}
         state = "running" if status == "running" else "queued"
-        return [{"name": n, "verdict": None, "words": "Running" if state == "running"
-                 else "Waiting", "kind": "pending", "pending": True} for n in pending]
+        return done + [{"name": n, "verdict": None, "words": "Running" if state == "running"
+                        else "Waiting", "kind": "pending", "pending": True}
+                       for n in pending if n not in seen]
     rows = []
     for t in result.get("tests", []):
         v = t.get("verdict")
@@ -211,7 +215,7 @@ def result_context(view: dict[str, Any], pending: list[str], wanted: str | None 
         "verdict_words": verdict_words(verdict) if verdict else STATUS_WORDS.get(status),
         "kind": verdict_kind(verdict) if verdict else "pending",
         "score": score,
-        "rows": test_rows(result, pending, status),
+        "rows": test_rows(result, pending, status, view.get("progress")),
         "message": (result or {}).get("message"),
         "stdout": (result or {}).get("stdout") or "",
         "stderr": (result or {}).get("stderr") or "",

@@ -6,6 +6,7 @@ deadline, on too much output, or on a corrupt result channel; each ends by killi
 
 from __future__ import annotations
 
+import contextlib
 import os
 import selectors
 import subprocess
@@ -24,6 +25,9 @@ class RunPlan:
     output_cap: int  # bytes of stdout and of stderr kept
     ole_limit: int  # total stdout + stderr bytes beyond which the run is OLE
     expected_sizes: list[int]
+    # Called with each frame as it arrives (live progress); must be quick, and its failures
+    # are ignored: progress is a courtesy, the verdict comes from the frames at the end.
+    on_frame: Callable[[Frame], None] | None = None
 
     @property
     def cpu_seconds(self) -> int:
@@ -169,6 +173,9 @@ def pump(
         now = time.monotonic()
         for frame in reader.frames[seen:]:
             ev = frame.ev
+            if plan.on_frame is not None:
+                with contextlib.suppress(Exception):
+                    plan.on_frame(frame)
             if ev == "warm":
                 raw.warm = frame.header
             elif ev == "ready":

@@ -75,11 +75,11 @@ class CompileClock:
     def __init__(self):
         self.total_s = 0.0
 
-    def __call__(self, name, secs, **kwargs):
+    def __call__(self, event, duration_secs, **kwargs):
         # Lowering and XLA compilation; tracing happens on every call and is run time.
-        if name in ("/jax/core/compile/backend_compile_duration",
-                    "/jax/core/compile/jaxpr_to_mlir_module_duration"):
-            self.total_s += secs
+        if event in ("/jax/core/compile/backend_compile_duration",
+                     "/jax/core/compile/jaxpr_to_mlir_module_duration"):
+            self.total_s += duration_secs
 
     @property
     def ms(self):
@@ -97,7 +97,7 @@ def _quiet_fds():
     os.close(null)
 
     def restore():
-        for fd, orig in zip((1, 2), saved):
+        for fd, orig in zip((1, 2), saved, strict=True):
             os.dup2(orig, fd)
             os.close(orig)
 
@@ -137,14 +137,14 @@ def _prepare(prep):
         # Start the backend now, so its threads and allocations are not charged to the user.
         jax.numpy.zeros(1).block_until_ready()
         clock = CompileClock()
-        jax.monitoring.register_event_duration_secs_listener(clock)
+        jax.monitoring.register_event_duration_secs_listener(clock)  # type: ignore[arg-type]
     import_ms = (time.perf_counter() - t0) * 1000.0
     t1 = time.perf_counter()
     warm_error = None
     warm = prep.get("warmup")
     if warm:
         try:
-            ns = {"__name__": "tensorjudge_warmup"}
+            ns: dict = {"__name__": "tensorjudge_warmup"}
             exec(compile(warm["source"], "warmup.py", "exec"), ns)
             ns["warmup"](warm["cases"], list(prep["preload"]))
             del ns

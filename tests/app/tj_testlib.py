@@ -60,7 +60,8 @@ class FakeJudge:
         self.release = threading.Event()
         self.release.set()
 
-    def __call__(self, package: Any, code: str, sandbox: Any, *, samples_only: bool = False):
+    def __call__(self, package: Any, code: str, sandbox: Any, *, samples_only: bool = False,
+                 on_test: Any = None):
         from judge.verdicts import JudgeResult, TestResult, Verdict
 
         self.calls.append(code)
@@ -70,6 +71,9 @@ class FakeJudge:
             time.sleep(self.delay)
         v = Verdict(self.verdicts[min(len(self.calls), len(self.verdicts)) - 1])
         tests = [TestResult(t.name, v, time_ms=1.0) for t in package.select(samples_only)]
+        for i, t in enumerate(tests):
+            if on_test is not None:
+                on_test(i, t)
         msg = "fake judge fault" if v is Verdict.IE else None
         return JudgeResult(v, tests, msg)
 
