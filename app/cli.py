@@ -36,7 +36,7 @@ def _sandbox(pooled: bool = False):  # noqa: ANN202
     try:
         if pooled:
             return make_worker_sandbox(st)
-        return make_sandbox(st.sandbox, compile_cache=st.compile_cache)
+        return make_sandbox(st.sandbox, compile_cache=st.compile_cache, bwrap=st.bwrap)
     except SandboxUnavailable as e:
         _fail(str(e))
 
@@ -413,6 +413,25 @@ def db_current() -> None:
     ctx = Context.create(get_settings())
     typer.echo(f"database: {migrate.current_revision(ctx.db) or 'empty'}; "
                f"code: {migrate.head_revision()}")
+
+
+@cli.command("bench")
+def bench_cmd(
+    out: Annotated[Path, typer.Option(help="where the Markdown table goes")] = Path(
+        "bench/RESULTS.md"),
+    runs: Annotated[int, typer.Option(help="timed submissions per row")] = 10,
+    baseline_runs: Annotated[int, typer.Option(help="the same, for the naive judge")] = 10,
+    burst: Annotated[int, typer.Option(help="submissions in the burst")] = 50,
+    problem: Annotated[list[str] | None, typer.Option(help="only these problems")] = None,
+) -> None:
+    """Time POST-to-verdict through real servers: the judge as configured against a naive
+    judge (fresh sandbox per submission, no pool, no cache); print and write the table."""
+    from app.bench import run_bench
+
+    text = run_bench(out, runs, baseline_runs, burst, problem,
+                     progress=lambda m: typer.echo(m, err=True))
+    typer.echo(text)
+    typer.echo(f"written to {out}", err=True)
 
 
 def main() -> None:

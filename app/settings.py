@@ -24,11 +24,16 @@ class Settings(BaseSettings):
     database_url: str = ""
     secret_key: str = ""
     sandbox: str = "bwrap"
+    # The bubblewrap binary: a name looked up on PATH or a path. Workers check it at start-up.
+    bwrap: str = "bwrap"
     problems_dir: Path = REPO_ROOT / "problems"
     # Prepared single-use sandboxes kept ready per kind of submission (0: a fresh sandbox
-    # per submission), at most `pool_max_idle` in all (about 350 MB each for JAX).
+    # per submission), at most `pool_max_idle` of them and `pool_max_idle_mb` of memory in
+    # all (a prepared Flax sandbox holds 350-550 MB, a NumPy one about 40 MB): the defaults
+    # leave half of a 4 GiB worker to judging.
     pool_size: int = Field(default=2, ge=0, le=16)
-    pool_max_idle: int = Field(default=3, ge=1, le=64)
+    pool_max_idle: int = Field(default=6, ge=1, le=64)
+    pool_max_idle_mb: int = Field(default=2048, ge=64)
     compile_cache: bool = True  # the judge-filled, read-only JAX compilation cache
 
     # The queue.

@@ -30,7 +30,7 @@ def make_worker_sandbox(settings: Any) -> Any:
 
     return make_sandbox(settings.sandbox, pool_per_key=settings.pool_size,
                         pool_max_idle=settings.pool_max_idle,
-                        compile_cache=settings.compile_cache)
+                        compile_cache=settings.compile_cache, bwrap=settings.bwrap)
 
 
 def _default_judge() -> JudgeFn:

@@ -8,8 +8,10 @@ from __future__ import annotations
 import ast
 import json
 import signal
+import threading
 import time
 import traceback
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
@@ -46,7 +48,27 @@ class PreparedTests:
     expected: list[np.ndarray]
 
 
+_PREPARED: OrderedDict[tuple[str, bool], PreparedTests] = OrderedDict()
+_PREPARED_LOCK = threading.Lock()
+
+
 def prepare(package: Package, samples_only: bool) -> PreparedTests:
+    """Inputs, output shapes and expected outputs of the selected tests; kept in memory per
+    package version, since every submission to a problem needs the same ones."""
+    key = (package.content_hash, samples_only)
+    with _PREPARED_LOCK:
+        if key in _PREPARED:
+            _PREPARED.move_to_end(key)
+            return _PREPARED[key]
+    prepared = _prepare(package, samples_only)
+    with _PREPARED_LOCK:
+        _PREPARED[key] = prepared
+        while len(_PREPARED) > 16:
+            _PREPARED.popitem(last=False)
+    return prepared
+
+
+def _prepare(package: Package, samples_only: bool) -> PreparedTests:
     tests = package.select(samples_only)
     gen = package.generator
     args = [gen.generate(t.seed, **t.params) for t in tests]
@@ -297,6 +319,15 @@ def interpret(raw: RawRun, prepared: PreparedTests, tol: Tolerance, plan: RunPla
         if target is None or not prepared.tests:
             return finish(internal_error=why)
         return finish(message=first_traceback or why)
+    unreported = next((t for t in tests if t.verdict is None), None)
+    if unreported is not None:
+        # The runner reports every test before `done`: a `done` with tests missing was
+        # written by the submission itself (it can reach the result channel). Its fault, not
+        # the judge's: RE, never IE (which would be retried and blamed on the judge).
+        unreported.verdict = Verdict.RE
+        unreported.message = ("the run ended before this test reported a result (the result "
+                              "channel was misused)")
+        return finish(message=first_traceback or unreported.message)
     return finish(message=first_traceback)
 
 

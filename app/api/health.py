@@ -20,9 +20,21 @@ from judge.verdicts import Verdict
 router = APIRouter(tags=["operations"])
 
 
+def pool_status(request: Request) -> dict | None:
+    """This process's pool of prepared sandboxes, when it runs embedded workers with one."""
+    workers = getattr(request.app.state, "pool", None)
+    pool = getattr(workers, "sandbox", None)
+    if pool is None or not hasattr(pool, "idle"):
+        return None
+    st = pool.stats
+    return {"idle": len(pool.idle()), "idle_memory_mb": round(pool.idle_memory_bytes() / 2**20),
+            "hits": st.hits, "waits": st.waits, "cold": st.cold, "spawned": st.spawned,
+            "discarded": st.discarded}
+
+
 @router.get("/healthz")
-def healthz(ctx: CtxDep) -> JSONResponse:
-    """Database reachable, live workers, queue depth."""
+def healthz(ctx: CtxDep, request: Request) -> JSONResponse:
+    """Database reachable, live workers, queue depth, and this process's sandbox pool."""
     try:
         depth = queue.depth(ctx)
         workers = queue.live_workers(ctx)
@@ -37,6 +49,7 @@ def healthz(ctx: CtxDep) -> JSONResponse:
         "queue_depth": depth["queued"],
         "running": depth["running"],
         "workers": workers,
+        "sandbox_pool": pool_status(request),
     })
 
 

@@ -14,21 +14,25 @@ def make_sandbox(
     kind: str = "bwrap",
     *,
     pool_per_key: int = 0,
-    pool_max_idle: int = 4,
+    pool_max_idle: int = 6,
+    pool_max_idle_mb: int = 2048,
     compile_cache: bool = True,
     cache_root: Path | None = None,
+    bwrap: str = "bwrap",
 ) -> BwrapSandbox | SandboxPool:
     """The configured sandbox: fresh per submission, or drawn from a pool of prepared ones
     (`pool_per_key` > 0). With `compile_cache`, a judge-filled JAX compilation cache is shared
-    read-only by every sandbox."""
+    read-only by every sandbox. `bwrap`: the bubblewrap binary (a name on PATH or a path);
+    SandboxUnavailable when it is missing, so a worker fails at start-up, not per job."""
     if kind not in ("bwrap", "local", ""):
         raise SandboxUnavailable(f"unknown sandbox kind {kind!r} (known: bwrap)")
-    config = BwrapConfig()
+    config = BwrapConfig(bwrap=bwrap or "bwrap")
     if compile_cache:
         from judge.sandbox import xla_cache
 
         config.xla_cache_dir = xla_cache.ensure_dir(cache_root or xla_cache.default_root())
     sandbox = BwrapSandbox(config)
     if pool_per_key > 0:
-        return SandboxPool(sandbox, per_key=pool_per_key, max_idle=max(pool_max_idle, 1))
+        return SandboxPool(sandbox, per_key=pool_per_key, max_idle=max(pool_max_idle, 1),
+                           max_idle_bytes=pool_max_idle_mb << 20)
     return sandbox

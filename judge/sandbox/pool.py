@@ -6,8 +6,9 @@ The pool only hides start-up latency: isolation is the same as a fresh sandbox's
 is a fresh sandbox.
 
 Sandboxes are keyed by what was prepared in them (libraries + warm-up). The pool keeps
-`per_key` ready for keys in demand, at most `max_idle` in all, and spawns at most
-`spawners` at a time so preparation does not starve judging of CPU.
+`per_key` ready for keys in demand (most recent demand first), at most `max_idle` sandboxes
+and `max_idle_bytes` of memory in all, and spawns at most `spawners` at a time, at low CPU
+priority, so preparation does not starve judging.
 """
 
 from __future__ import annotations
@@ -41,6 +42,8 @@ class _Slot:
     spawning: int = 0
     last_demand: float = 0.0
     demand: int = 0
+    # Memory a prepared sandbox of this key was seen to hold (a guess until one is seen).
+    footprint: int = 400 << 20
 
 
 @dataclass
@@ -58,7 +61,8 @@ class SandboxPool:
         sandbox: BwrapSandbox,
         *,
         per_key: int = 2,
-        max_idle: int = 4,
+        max_idle: int = 6,
+        max_idle_bytes: int = 2 << 30,
         spawners: int = 2,
         prepare_timeout_s: float = 120.0,
         idle_keys_after_s: float = 600.0,
@@ -66,6 +70,7 @@ class SandboxPool:
         self.sandbox = sandbox
         self.per_key = per_key
         self.max_idle = max_idle
+        self.max_idle_bytes = max_idle_bytes
         self.prepare_timeout_s = prepare_timeout_s
         self.idle_keys_after_s = idle_keys_after_s
         self.stats = PoolStats()
@@ -134,6 +139,13 @@ class SandboxPool:
     def _idle_total(self) -> int:
         return sum(len(s.ready) + s.spawning for s in self._slots.values())
 
+    def _idle_bytes(self) -> int:
+        return sum((len(s.ready) + s.spawning) * s.footprint for s in self._slots.values())
+
+    def _room_for(self, slot: _Slot) -> bool:
+        return (self._idle_total() < self.max_idle
+                and self._idle_bytes() + slot.footprint <= self.max_idle_bytes)
+
     def _wanted(self) -> list[str]:
         """Keys in demand, most recent first."""
         now = time.monotonic()
@@ -150,8 +162,7 @@ class SandboxPool:
             return
         for key in self._wanted():
             slot = self._slots[key]
-            while len(slot.ready) + slot.spawning < self.per_key and \
-                    self._idle_total() < self.max_idle:
+            while len(slot.ready) + slot.spawning < self.per_key and self._room_for(slot):
                 self._start_spawn(key, slot)
 
     def _start_spawn(self, key: str, slot: _Slot) -> None:
@@ -166,8 +177,11 @@ class SandboxPool:
         except Exception:  # noqa: BLE001 - a failed spawn must not kill the spawner
             log.exception("spawning a sandbox failed")
             ok = False
+        used = sp.cgroup.usage_bytes() if ok and sp is not None and sp.cgroup else None
         with self._lock:
             slot.spawning -= 1
+            if used:
+                slot.footprint = used
             if ok and sp is not None and not self._closed:
                 slot.ready.append(sp)
                 self.stats.spawned += 1

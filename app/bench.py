@@ -1,0 +1,289 @@
+"""`tensorjudge bench`: time from POST to final verdict, through the real service.
+
+Two servers are measured in one run, each a real `tensorjudge serve` with 2 embedded workers on
+its own SQLite database: the judge as configured (a pool of prepared sandboxes, the judge-filled
+compilation cache) and a naive judge as the baseline (a fresh sandbox per submission, no pool,
+no cache). Figures are printed as a table, with ratios, and written to a Markdown file.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from app.settings import REPO_ROOT
+
+SOLUTIONS = REPO_ROOT / "bench" / "solutions"
+PROBLEMS = REPO_ROOT / "problems"
+
+
+@dataclass(frozen=True)
+class Case:
+    problem: str
+    label: str  # framework and style
+    path: Path
+
+    @property
+    def code(self) -> str:
+        return self.path.read_text(encoding="utf-8")
+
+
+def _acc(problem: str, name: str) -> Path:
+    return PROBLEMS / problem / "submissions" / "accepted" / name
+
+
+CASES = [
+    Case("encoder-block", "flax, as the statement", _acc("encoder-block", "compact_class.py")),
+    Case("encoder-block", "flax under jax.jit", SOLUTIONS / "encoder_block_flax_jit.py"),
+    Case("decoder-block-preln", "flax, as the statement",
+         _acc("decoder-block-preln", "compact_class.py")),
+    Case("decoder-block-preln", "flax under jax.jit",
+         SOLUTIONS / "decoder_block_preln_flax_jit.py"),
+    Case("decoder-block", "numpy", _acc("decoder-block", "numpy_einsum.py")),
+    Case("decoder-block", "jax, jit", _acc("decoder-block", "jax_jit.py")),
+    Case("decoder-block", "jax, eager, other op order", SOLUTIONS / "decoder_block_jax_eager.py"),
+    Case("decoder-block", "torch", _acc("decoder-block", "torch_sdpa.py")),
+    Case("encoder-decoder", "numpy", _acc("encoder-decoder", "numpy_per_head.py")),
+    Case("encoder-decoder", "jax, jit (scan)", _acc("encoder-decoder", "jax_jit.py")),
+    Case("encoder-decoder", "jax, eager, other op order",
+         SOLUTIONS / "encoder_decoder_jax_eager.py"),
+    Case("encoder-decoder", "torch", _acc("encoder-decoder", "torch_sdpa.py")),
+]
+
+
+@dataclass
+class Sample:
+    wall_ms: float  # POST to final verdict
+    user_ms: float  # inside the user's function, as the sandbox measured it
+    compile_ms: float  # of user_ms, compilation the warm-up could not foresee
+    verdict: str
+
+    @property
+    def overhead_ms(self) -> float:
+        return self.wall_ms - self.user_ms
+
+
+@dataclass
+class Series:
+    samples: list[Sample] = field(default_factory=list)
+
+    def pct(self, attr: str, q: float) -> float:
+        xs = sorted(getattr(s, attr) for s in self.samples)
+        if not xs:
+            return float("nan")
+        return xs[min(len(xs) - 1, round(q * (len(xs) - 1)))]
+
+    @property
+    def verdicts(self) -> set[str]:
+        return {s.verdict for s in self.samples}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def server(name: str, tmp: Path, env_extra: dict[str, str], workers: int = 2) -> Iterator[str]:
+    port = _free_port()
+    data = tmp / name
+    data.mkdir()
+    env = {**os.environ, "TENSORJUDGE_DATA_DIR": str(data),
+           "TENSORJUDGE_DATABASE_URL": "", "TENSORJUDGE_RATE_LIMIT": "1000000",
+           "TENSORJUDGE_QUEUE_MAX": "100000", "TENSORJUDGE_LOG_LEVEL": "WARNING", **env_extra}
+    log = open(data / "server.log", "wb")  # noqa: SIM115 - closed below
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "app.cli", "serve", "--host", "127.0.0.1", "--port", str(port),
+         "--workers", str(workers)], env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if proc.poll() is not None:
+                raise RuntimeError(f"the {name} server exited; see {data / 'server.log'}")
+            time.sleep(0.3)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+class Client:
+    def __init__(self, url: str):
+        self.url = url
+        self.http = httpx.Client(base_url=url, timeout=120)
+        user = f"bench{os.getpid()}{int(time.time() * 1000) % 100000}"
+        self.http.post("/api/v1/users", json={"username": user, "password": "bench-password-1"})
+        tok = self.http.post("/api/v1/tokens",
+                             json={"username": user, "password": "bench-password-1"}).json()
+        self.http.headers["Authorization"] = f"Bearer {tok['token']}"
+
+    def post(self, case: Case, mode: str) -> int:
+        r = self.http.post("/api/v1/submissions",
+                           json={"problem": case.problem, "code": case.code, "mode": mode})
+        r.raise_for_status()
+        return int(r.json()["id"])
+
+    def wait(self, sid: int) -> dict[str, Any]:
+        while True:
+            view = self.http.get(f"/api/v1/submissions/{sid}", params={"wait": 60}).json()
+            if view["status"] == "done":
+                return view
+
+    def judge(self, case: Case, mode: str) -> Sample:
+        t0 = time.perf_counter()
+        view = self.wait(self.post(case, mode))
+        wall = (time.perf_counter() - t0) * 1000.0
+        tests = (view.get("result") or {}).get("tests") or []
+        return Sample(wall, sum(t.get("time_ms") or 0 for t in tests),
+                      sum(t.get("compile_ms") or 0 for t in tests), view["verdict"])
+
+    def pool(self) -> dict[str, Any] | None:
+        return self.http.get("/healthz").json().get("sandbox_pool")
+
+    def settle(self, timeout: float = 30.0) -> None:
+        """Wait until the pool stops spawning (its spares are ready again)."""
+        deadline = time.monotonic() + timeout
+        last = None
+        while time.monotonic() < deadline:
+            p = self.pool()
+            if p is None:
+                return
+            key = (p["idle"], p["spawned"])
+            if key == last:
+                return
+            last = key
+            time.sleep(1.0)
+
+
+def measure(client: Client, cases: list[Case], runs: int, *, settle: bool,
+            progress: Any) -> dict[tuple[str, str, str], Series]:
+    out: dict[tuple[str, str, str], Series] = {}
+    for case in cases:
+        for mode in ("run", "submit"):
+            client.judge(case, mode)  # untimed: expected outputs cached, caches filled
+            series = out.setdefault((case.problem, case.label, mode), Series())
+            for _ in range(runs):
+                if settle:
+                    client.settle()
+                series.samples.append(client.judge(case, mode))
+            progress(f"  {case.problem:20} {case.label:28} {mode:6} "
+                     f"p50 {series.pct('wall_ms', 0.5):8.0f} ms")
+    return out
+
+
+def burst(client: Client, case: Case, n: int, clients: int = 10) -> tuple[float, list[str]]:
+    """n submissions posted at once from `clients` threads; seconds until all are judged."""
+    t0 = time.perf_counter()
+    verdicts: list[str] = []
+    lock = threading.Lock()
+
+    def one(k: int) -> None:
+        c = Client(client.url) if k else client
+        for _ in range(k, n, clients):
+            v = c.judge(case, "submit").verdict
+            with lock:
+                verdicts.append(v)
+
+    threads = [threading.Thread(target=one, args=(k,)) for k in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return time.perf_counter() - t0, verdicts
+
+
+def _fmt(x: float) -> str:
+    return "-" if x != x else f"{x:,.0f}"
+
+
+def report(fast: dict, naive: dict, burst_s: float, burst_n: int, naive_burst: tuple | None,
+           pool: dict | None, runs: int, baseline_runs: int) -> str:
+    lines = [
+        "# tensorjudge benchmark",
+        "",
+        f"Measured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on "
+        f"{os.cpu_count()} cores with `tensorjudge bench`. Each row: {runs} submissions "
+        f"(baseline: {baseline_runs}), one at a time, time from POST to final verdict through "
+        "the REST API of a real `serve` with 2 embedded workers. *Overhead* is that time minus "
+        "the time spent inside the user's function (measured in the sandbox); *compile* is the "
+        "JAX compilation inside the user's function that the warm-up could not foresee.",
+        "",
+        "| problem | solution | mode | p50 ms | p90 ms | overhead p50 | compile p50 | naive p50 "
+        "| naive p90 | speed-up (p50) | verdicts |",
+        "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
+    ]
+    for key, s in fast.items():
+        b = naive.get(key)
+        bp50 = b.pct("wall_ms", 0.5) if b else float("nan")
+        ratio = bp50 / s.pct("wall_ms", 0.5) if b else float("nan")
+        verdicts = ",".join(sorted(s.verdicts | (b.verdicts if b else set())))
+        lines.append(
+            f"| {key[0]} | {key[1]} | {key[2]} | {_fmt(s.pct('wall_ms', 0.5))} | "
+            f"{_fmt(s.pct('wall_ms', 0.9))} | {_fmt(s.pct('overhead_ms', 0.5))} | "
+            f"{_fmt(s.pct('compile_ms', 0.5))} | {_fmt(bp50)} | "
+            f"{_fmt(b.pct('wall_ms', 0.9) if b else float('nan'))} | "
+            f"{'-' if ratio != ratio else f'{ratio:.1f}x'} | {verdicts} |")
+    lines += ["", "## Burst", "",
+              f"{burst_n} Submit (all tests) submissions of the Flax encoder block posted at once "
+              f"from 10 clients, 2 workers: drained in {burst_s:.1f} s, "
+              f"**{burst_n / burst_s:.2f} submissions/s**."]
+    if naive_burst:
+        lines.append(f"Naive judge, same burst: {naive_burst[0]:.1f} s "
+                     f"({burst_n / naive_burst[0]:.2f}/s).")
+    if pool:
+        lines += ["", "## Pool", "",
+                  f"Idle prepared sandboxes after the run: {pool['idle']}, "
+                  f"**{pool['idle_memory_mb']} MiB** in all (cgroup memory). "
+                  f"Jobs that found one ready: {pool['hits']}, waited for one: {pool['waits']}, "
+                  f"started their own: {pool['cold']}."]
+    return "\n".join(lines) + "\n"
+
+
+def run_bench(out: Path, runs: int, baseline_runs: int, burst_n: int,
+              problems: list[str] | None, progress: Any = print) -> str:
+    cases = [c for c in CASES if not problems or c.problem in problems]
+    with tempfile.TemporaryDirectory(prefix="tj-bench-") as tmp_s:
+        tmp = Path(tmp_s)
+        progress("judge as configured (pool of prepared sandboxes, compilation cache):")
+        with server("fast", tmp, {}) as url:
+            client = Client(url)
+            client.settle(120)
+            fast = measure(client, cases, runs, settle=True, progress=progress)
+            client.settle(120)
+            b_case = next((c for c in cases if c.problem == "encoder-block"), cases[0])
+            burst_s, verdicts = burst(client, b_case, burst_n)
+            progress(f"  burst of {burst_n}: {burst_s:.1f} s ({set(verdicts)})")
+            client.settle(120)
+            pool = client.pool()
+        progress("naive judge (a fresh sandbox per submission, no pool, no cache):")
+        # Expected outputs stay cached (they are the judge's, computed once per version).
+        naive_env = {"TENSORJUDGE_POOL_SIZE": "0", "TENSORJUDGE_COMPILE_CACHE": "false"}
+        with server("naive", tmp, naive_env) as url:
+            naive = measure(Client(url), cases, baseline_runs, settle=False, progress=progress)
+    text = report(fast, naive, burst_s, burst_n, None, pool, runs, baseline_runs)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text)
+    return text

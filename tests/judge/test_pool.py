@@ -1,0 +1,76 @@
+"""The pool of prepared sandboxes: ready ahead, single use, same verdicts as a fresh one."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from judge.engine import judge, preload_for, sandbox_header
+from judge.sandbox import BwrapSandbox, SandboxPool
+from judge.verdicts import Verdict
+
+pytestmark = pytest.mark.sandbox
+
+CORRECT = "def double(x):\n    return (2 * x).reshape(-1)\n"
+# Wrong only if a file planted by an earlier submission is there when this one starts.
+PLANT = ("import os\nINHERITED = os.path.exists('/tmp/planted')\n"
+         "open('/tmp/planted', 'w').write('x')\n"
+         "def double(x):\n    return (2 * x).reshape(-1) + (1 if INHERITED else 0)\n")
+
+
+@pytest.fixture
+def pool(sandbox: BwrapSandbox):
+    p = SandboxPool(sandbox, per_key=2, max_idle=4)
+    yield p
+    p.close()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_prepared_sandboxes_serve_jobs_once(pool, double):
+    header = sandbox_header(double, "", preload_for(["numpy"]))
+    pool.prewarm(header, 512 << 20)
+    assert pool.wait_ready(2, 60)
+    idle = pool.idle()
+    assert len(idle) == 2 and all(sp.warm_ms is not None for sp in idle)
+    res = judge(double, CORRECT, pool)
+    assert res.verdict is Verdict.AC
+    assert pool.stats.hits == 1
+    # The sandbox that ran the job is gone; a spare replaces it.
+    used = [sp for sp in idle if sp not in pool.idle()]
+    assert len(used) == 1
+    deadline = time.monotonic() + 10
+    while _alive(used[0].proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(used[0].proc.pid)
+    assert pool.wait_ready(2, 60)
+
+
+def test_nothing_carries_over_between_pooled_jobs(pool, double):
+    for _ in range(3):
+        res = judge(double, PLANT, pool)
+        assert res.verdict is Verdict.AC, res.to_dict()
+
+
+def test_pooled_and_fresh_sandboxes_agree(pool, sandbox, double):
+    for code in (CORRECT, "def double(x):\n    return x\n", "def double(x):\n    1/0\n",
+                 "def double(x):\n    while True:\n        pass\n"):
+        assert judge(double, code, pool).verdict is judge(double, code, sandbox).verdict
+
+
+def test_close_destroys_spares(sandbox, double):
+    p = SandboxPool(sandbox, per_key=2)
+    p.prewarm(sandbox_header(double, "", []), 512 << 20)
+    assert p.wait_ready(2, 60)
+    pids = [sp.proc.pid for sp in p.idle()]
+    p.close()
+    time.sleep(0.5)
+    assert not any(_alive(pid) for pid in pids)
