@@ -163,19 +163,14 @@ class Client:
     def pool(self) -> dict[str, Any] | None:
         return self.http.get("/healthz").json().get("sandbox_pool")
 
-    def settle(self, timeout: float = 30.0) -> None:
-        """Wait until the pool stops spawning (its spares are ready again)."""
+    def settle(self, timeout: float = 60.0) -> None:
+        """Wait until the pool has no spare being prepared (its spares are ready again)."""
         deadline = time.monotonic() + timeout
-        last = None
         while time.monotonic() < deadline:
             p = self.pool()
-            if p is None:
+            if p is None or not p.get("spawning"):
                 return
-            key = (p["idle"], p["spawned"])
-            if key == last:
-                return
-            last = key
-            time.sleep(1.0)
+            time.sleep(0.2)
 
 
 def measure(client: Client, cases: list[Case], runs: int, *, settle: bool,

@@ -27,12 +27,13 @@ def pool_status(request: Request) -> dict | None:
     if pool is None or not hasattr(pool, "idle"):
         return None
     st = pool.stats
-    return {"idle": len(pool.idle()), "idle_memory_mb": round(pool.idle_memory_bytes() / 2**20),
+    return {"idle": len(pool.idle()), "spawning": pool.spawning(),
+            "idle_memory_mb": round(pool.idle_memory_bytes() / 2**20),
             "hits": st.hits, "waits": st.waits, "cold": st.cold, "spawned": st.spawned,
             "discarded": st.discarded}
 
 
-@router.get("/healthz")
+@router.get("/healthz", responses={503: {"description": "the database is unreachable"}})
 def healthz(ctx: CtxDep, request: Request) -> JSONResponse:
     """Database reachable, live workers, queue depth, and this process's sandbox pool."""
     try:

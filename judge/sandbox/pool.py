@@ -192,6 +192,10 @@ class SandboxPool:
             sp.destroy()
             time.sleep(0.5)  # a host that cannot spawn should not be hammered
 
+    def spawning(self) -> int:
+        with self._lock:
+            return sum(s.spawning for s in self._slots.values())
+
     def idle(self) -> list[Spawned]:
         with self._lock:
             return [sp for s in self._slots.values() for sp in s.ready]
