@@ -162,8 +162,24 @@ class SandboxPool:
             return
         for key in self._wanted():
             slot = self._slots[key]
-            while len(slot.ready) + slot.spawning < self.per_key and self._room_for(slot):
-                self._start_spawn(key, slot)
+            while len(slot.ready) + slot.spawning < self.per_key:
+                if self._room_for(slot):
+                    self._start_spawn(key, slot)
+                elif not self._evict_for(key):
+                    break
+
+    def _evict_for(self, key: str) -> bool:
+        """Make room for `key`: destroy a spare of the key whose last demand is oldest,
+        if it is older than `key`'s."""
+        mine = self._slots[key].last_demand
+        victims = [(s.last_demand, k) for k, s in self._slots.items()
+                   if k != key and s.ready and s.last_demand < mine]
+        if not victims:
+            return False
+        sp = self._slots[min(victims)[1]].ready.pop()
+        self.stats.discarded += 1
+        threading.Thread(target=sp.destroy, daemon=True).start()
+        return True
 
     def _start_spawn(self, key: str, slot: _Slot) -> None:
         slot.spawning += 1

@@ -74,3 +74,25 @@ def test_close_destroys_spares(sandbox, double):
     p.close()
     time.sleep(0.5)
     assert not any(_alive(pid) for pid in pids)
+
+
+def test_spares_of_stale_kinds_make_room(sandbox, double):
+    p = SandboxPool(sandbox, per_key=1, max_idle=1)
+    try:
+        old = sandbox_header(double, "", [])
+        p.prewarm(old, 512 << 20)
+        assert p.wait_ready(1, 60)
+        new = sandbox_header(double, "", ["torch"])
+        p.prewarm(new, 512 << 20)
+        newest = list(p._slots)[-1]
+
+        def ready_keys() -> list[str]:
+            return [k for k, s in p._slots.items() if s.ready]
+
+        deadline = time.monotonic() + 60
+        while ready_keys() != [newest] and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert ready_keys() == [newest], "the newest kind did not get the room"
+        assert p.stats.discarded >= 1
+    finally:
+        p.close()
