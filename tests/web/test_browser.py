@@ -283,3 +283,23 @@ def test_leaderboard_and_my_submissions(new_page):
     page.get_by_role("button", name="Sign out").click()
     page.wait_for_url(re.compile(r"/$"))
     assert page.get_by_role("link", name="Sign in").is_visible()
+
+
+SLOW_AC = ("import time\n\ndef double(x):\n    time.sleep(0.6)\n"
+           "    return (2 * x).reshape(-1)\n")
+
+
+def test_tests_arrive_one_by_one(new_page):
+    """While the submission is still being judged, the tests already judged show their
+    verdicts: no reload, no waiting for the end."""
+    page = new_page()
+    sign_up(page)
+    open_problem(page)
+    replace_code(page, SLOW_AC)
+    page.get_by_role("button", name="Submit").click()
+    page.wait_for_selector('#verdict .result[data-status="running"] .test-table '
+                           ':text("Accepted")', timeout=JUDGED)
+    panel = page.locator("#verdict").inner_text()
+    assert "Running" in panel  # later tests still pending
+    shot(page, "07-live-progress", full_page=False)
+    assert verdict(page) == "Accepted"
