@@ -70,6 +70,18 @@ def worst(verdicts: list[Verdict]) -> Verdict:
     return min(verdicts, key=_RANK.__getitem__)
 
 
+def clean_text(s: str | None) -> str | None:
+    """Text that came from the sandbox, made safe to store and serve: lone surrogates (which
+    JSON lets a submission send but UTF-8 cannot encode) and NUL characters (which PostgreSQL
+    text cannot hold) become U+FFFD."""
+    if s is None:
+        return None
+    s = str(s)
+    if s.isascii() and "\x00" not in s:
+        return s
+    return s.encode("utf-8", "surrogatepass").decode("utf-8", "replace").replace("\x00", "\ufffd")
+
+
 @dataclass
 class TestResult:
     """One test's outcome. `verdict` is None when the test was not run (an earlier test ended
@@ -108,7 +120,7 @@ class TestResult:
             "got": self.got,
             "want": self.want,
             "shape": self.shape,
-            "message": self.message,
+            "message": clean_text(self.message),
             "error_grid": self.error_grid,
         }
 
@@ -132,10 +144,10 @@ class JudgeResult:
         return {
             "verdict": self.verdict.value,
             "score": {"passed": self.passed, "total": len(self.tests)},
-            "message": self.message,
+            "message": clean_text(self.message),
             "tests": [t.to_dict() for t in self.tests],
-            "stdout": self.stdout,
-            "stderr": self.stderr,
+            "stdout": clean_text(self.stdout),
+            "stderr": clean_text(self.stderr),
             "startup_ms": None if self.startup_ms is None else round(self.startup_ms, 1),
             "wall_ms": None if self.wall_ms is None else round(self.wall_ms, 1),
         }

@@ -113,11 +113,14 @@ class FrameReader:
     """Incremental parser of the result channel, bounded in header and payload size.
 
     `max_payload(header)` gives the most bytes a frame with that header may carry; anything
-    larger, or anything malformed, marks the channel corrupt and stops parsing."""
+    larger, anything malformed, or more than `max_frames` frames (the runner sends a handful
+    per test; a flood would only grow the host's memory) marks the channel corrupt and stops
+    parsing."""
 
     max_payload: Any
     frames: list[Frame] = field(default_factory=list)
     error: str | None = None
+    max_frames: int | None = None
     _buf: bytearray = field(default_factory=bytearray)
 
     def feed(self, chunk: bytes) -> None:
@@ -138,13 +141,17 @@ class FrameReader:
                 if not isinstance(header, dict):
                     raise ValueError("not an object")
                 nbytes = int(header.get("nbytes", 0))
-            except (ValueError, UnicodeDecodeError) as e:
-                self.error = f"malformed result frame: {e}"
+            except (ValueError, TypeError, OverflowError, RecursionError) as e:
+                # (UnicodeDecodeError is a ValueError; deep nesting raises RecursionError)
+                self.error = f"malformed result frame: {str(e)[:200]}"
                 return
             if nbytes < 0 or nbytes > self.max_payload(header):
                 self.error = "result frame larger than the output can be"
                 return
             if len(self._buf) < 4 + hlen + nbytes:
+                return
+            if self.max_frames is not None and len(self.frames) >= self.max_frames:
+                self.error = "more result frames than the run can produce"
                 return
             data = bytes(self._buf[4 + hlen : 4 + hlen + nbytes])
             del self._buf[: 4 + hlen + nbytes]

@@ -85,3 +85,14 @@ class SubmissionOut(SubmissionSummary):
 
 class Error(BaseModel):
     detail: Any
+
+
+# Ids are INTEGER columns (32-bit on PostgreSQL): a larger one is a bad request, not a
+# missing row (nor a database error).
+MAX_ID = 2**31 - 1
+
+
+def errors(*codes: int) -> dict[int | str, dict[str, Any]]:
+    """The `responses=` of a route: these error statuses, each with an `Error` body."""
+    return {code: {"model": Error} for code in codes}
+

@@ -7,17 +7,26 @@ import json
 from collections.abc import AsyncIterator
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Request, Response
+from fastapi import APIRouter, Path, Query, Request, Response
 from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
 from app.api.deps import AdminDep, BrowserUserDep, CtxDep, UserDep
-from app.api.schemas import Error, Queued, SubmissionIn, SubmissionOut, SubmissionSummary
+from app.api.schemas import (
+    MAX_ID,
+    Queued,
+    SubmissionIn,
+    SubmissionOut,
+    SubmissionSummary,
+    errors,
+)
 from app.context import Context
 from app.services import submissions
 from app.services.users import UserView
 
 router = APIRouter(prefix="/api/v1", tags=["submissions"])
+
+SubmissionId = Annotated[int, Path(ge=1, le=MAX_ID, description="a submission's id")]
 
 KEEPALIVE_S = 15.0
 
@@ -29,8 +38,7 @@ def _poll_s(ctx: Context) -> float:
 
 
 @router.post("/submissions", status_code=202, response_model=Queued,
-             responses={401: {"model": Error}, 404: {"model": Error}, 413: {"model": Error},
-                        422: {"model": Error}, 429: {"model": Error}, 503: {"model": Error}})
+             responses=errors(401, 404, 413, 422, 429, 503))
 def create_submission(body: SubmissionIn, ctx: CtxDep, user: UserDep,
                       response: Response) -> dict:
     """Queue code for judging: `submit` runs every test, `run` the samples only."""
@@ -39,12 +47,14 @@ def create_submission(body: SubmissionIn, ctx: CtxDep, user: UserDep,
     return out
 
 
-@router.get("/submissions", response_model=list[SubmissionSummary])
+@router.get("/submissions", response_model=list[SubmissionSummary],
+            responses=errors(401, 422))
 def list_submissions(
     ctx: CtxDep, user: UserDep, response: Response, request: Request,
     problem: Annotated[str | None, Query(description="only this problem's")] = None,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
-    before: Annotated[int | None, Query(description="ids below this (the next page)")] = None,
+    before: Annotated[int | None, Query(ge=1, le=MAX_ID,
+                                        description="ids below this (the next page)")] = None,
 ) -> list[dict]:
     """The caller's submissions, newest first. The next page: `before` = the last id seen
     (also given in the Link header)."""
@@ -68,9 +78,9 @@ async def _wait_done(ctx: Context, user: UserView, sid: int, wait: float) -> Non
 
 
 @router.get("/submissions/{sid}", response_model=SubmissionOut,
-            responses={401: {"model": Error}, 404: {"model": Error}})
+            responses=errors(401, 404, 422))
 async def get_submission(
-    sid: int, ctx: CtxDep, user: UserDep,
+    sid: SubmissionId, ctx: CtxDep, user: UserDep,
     wait: Annotated[float | None, Query(ge=0, description="seconds to wait for the verdict")]
     = None,
 ) -> dict:
@@ -81,9 +91,10 @@ async def get_submission(
     return await run_in_threadpool(submissions.get, ctx, user, sid)
 
 
-@router.get("/submissions/{sid}/events", responses={404: {"model": Error}},
+@router.get("/submissions/{sid}/events", responses=errors(401, 404, 422),
             response_class=StreamingResponse)
-async def submission_events(sid: int, ctx: CtxDep, user: BrowserUserDep) -> StreamingResponse:
+async def submission_events(sid: SubmissionId, ctx: CtxDep,
+                            user: BrowserUserDep) -> StreamingResponse:
     """Server-sent events: a `status` event with the submission at every change of status
     and at every test judged (`progress` lists the tests so far), until it is done.
     Authenticated by a bearer token or by the pages' session cookie."""
@@ -117,8 +128,8 @@ async def submission_events(sid: int, ctx: CtxDep, user: BrowserUserDep) -> Stre
 
 
 @router.post("/submissions/{sid}/rejudge", status_code=202, response_model=Queued,
-             responses={401: {"model": Error}, 403: {"model": Error}, 404: {"model": Error}})
-def rejudge(sid: int, ctx: CtxDep, admin: AdminDep) -> dict:
+             responses=errors(401, 403, 404, 422))
+def rejudge(sid: SubmissionId, ctx: CtxDep, admin: AdminDep) -> dict:
     """Judge again (admins). The old judgement is kept; a new one is added."""
     submissions.rejudge(ctx, [sid])
     return {"id": sid, "status": "queued"}

@@ -30,7 +30,7 @@ from sqlalchemy import func, select
 from app.context import Context
 from app.db.models import Problem, ProblemTest, ProblemVersion, Submission
 from app.services.errors import Conflict, NotFound
-from judge.package import Package, PackageError, discover, load_package
+from judge.package import SLUG_RE, Package, PackageError, discover, load_package
 
 log = logging.getLogger("tensorjudge.problems")
 
@@ -227,7 +227,8 @@ def sandbox_validator(ctx: Context, progress: Callable[[Any], None] | None = Non
         from judge.sandbox import make_sandbox
         from judge.validate import validate
 
-        report = validate(package.path, make_sandbox(ctx.settings.sandbox), progress=progress)
+        sandbox = make_sandbox(ctx.settings.sandbox, bwrap=ctx.settings.bwrap)
+        report = validate(package.path, sandbox, progress=progress)
         return [f"{c.what}: {c.detail}" for c in report.checks if not c.ok] or (
             [] if report.ok else ["validation ran no check"])
 
@@ -357,7 +358,15 @@ def current_packages(ctx: Context) -> list[Package]:
     return [load_version(ctx, vid) for vid in ids]
 
 
+def require_slug(slug: str) -> None:
+    """NotFound for a name no problem can have (it may hold anything a request can carry:
+    NUL, which PostgreSQL text cannot, or lone surrogates), before it reaches the database."""
+    if not isinstance(slug, str) or len(slug) > 64 or not SLUG_RE.match(slug):
+        raise NotFound(f"no problem {slug!r}")
+
+
 def current_version_id(ctx: Context, slug: str) -> int:
+    require_slug(slug)
     with ctx.db.transaction() as s:
         vid = s.scalar(select(ProblemVersion.id).join(Problem)
                        .where(Problem.slug == slug)
@@ -401,6 +410,7 @@ def ready_samples(ctx: Context, slug: str) -> list[dict[str, Any]] | None:
 def test_names(ctx: Context, slug: str, version: int | None = None, *,
                samples_only: bool = False) -> list[str]:
     """The names of a version's tests in order (the current version by default)."""
+    require_slug(slug)
     with ctx.db.transaction() as s:
         q = (select(ProblemTest.name).join(ProblemVersion,
                                            ProblemVersion.id == ProblemTest.version_id)
@@ -524,6 +534,7 @@ def export(ctx: Context, slug: str, dest: Path, *, version: int | None = None,
 
 
 def versions(ctx: Context, slug: str) -> list[dict[str, Any]]:
+    require_slug(slug)
     with ctx.db.transaction() as s:
         rows = s.execute(
             select(ProblemVersion.number, ProblemVersion.content_hash, ProblemVersion.created_at,

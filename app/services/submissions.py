@@ -29,6 +29,8 @@ def check_code(ctx: Context, code: str) -> None:
         raise TooLarge(f"code: {size} bytes, more than the limit of {limit} bytes")
     if not code.strip():
         raise Invalid("code: empty")
+    if "\x00" in code:
+        raise Invalid("code: contains a NUL character (not valid in Python source)")
 
 
 def create(ctx: Context, user: UserView, problem: str, code: str, mode: str = "submit"
@@ -127,6 +129,8 @@ def status_of(ctx: Context, user: UserView, submission_id: int) -> str:
 def list_for(ctx: Context, user: UserView, *, problem: str | None = None, limit: int = 50,
              before: int | None = None) -> list[dict[str, Any]]:
     """The user's own submissions, newest first; `before` is an id cursor."""
+    if problem is not None and not problems.SLUG_RE.match(problem):
+        return []  # no problem has that name (and it may not even be storable text)
     with ctx.db.transaction() as s:
         q = (select(Submission, Problem.slug, ProblemVersion.number)
              .join(Problem, Problem.id == Submission.problem_id)

@@ -54,6 +54,16 @@ def check_username(username: str) -> None:
 def check_password(password: str) -> None:
     if not MIN_PASSWORD <= len(password) <= MAX_PASSWORD:
         raise Invalid(f"password: {MIN_PASSWORD} to {MAX_PASSWORD} characters")
+    if not _encodable(password):
+        raise Invalid("password: not valid UTF-8 text (it contains unpaired surrogates)")
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def create_user(ctx: Context, username: str, password: str, *, admin: bool = False) -> UserView:
@@ -110,10 +120,16 @@ def authenticate(ctx: Context, username: str, password: str) -> UserView:
     """The user whose password this is; Unauthorized otherwise (same answer, same cost, for an
     unknown name and a wrong password)."""
     ph = hasher(ctx)
-    with ctx.db.transaction() as s:
-        user = s.scalar(select(User).where(User.username == username))
-        stored = user.password_hash if user is not None else None
+    user, stored = None, None
+    # A name no account can have, or a password no account can have set (unpaired
+    # surrogates): answered like an unknown user, without touching the database with text it
+    # may not even be able to store.
+    if USERNAME_RE.match(username) and _encodable(password):
+        with ctx.db.transaction() as s:
+            user = s.scalar(select(User).where(User.username == username))
+            stored = user.password_hash if user is not None else None
     if stored is None:
+        password = password if _encodable(password) else "not a password either"
         key = (ctx.settings.argon2_time_cost, ctx.settings.argon2_memory_kib)
         dummy = _DUMMY.setdefault(key, ph.hash("not a password"))
         with contextlib.suppress(VerificationError):

@@ -35,6 +35,8 @@ SITE_IN_SANDBOX = "/opt/tensorjudge/site-packages"
 XLA_CACHE_IN_SANDBOX = "/opt/tensorjudge/xla-cache"
 RUNNER_SOURCE = (Path(__file__).with_name("runner.py")).read_text(encoding="utf-8")
 _uid_counter = itertools.count()
+UIDS_PER_PROCESS = 256
+PID_SPACE = 1 << 22  # Linux's largest pid_max
 # Tears down sandboxes whose job is over, off the path to the verdict.
 _reaper = ThreadPoolExecutor(max_workers=2, thread_name_prefix="tj-sandbox-reaper")
 _uid_lock = threading.Lock()
@@ -48,7 +50,7 @@ class SandboxUnavailable(RuntimeError):
 class BwrapConfig:
     bwrap: str = "bwrap"
     uid_base: int = 200_000
-    uid_span: int = 100_000
+    uid_span: int = (1 << 22) * 256  # PID_SPACE blocks of UIDS_PER_PROCESS
     tmpfs_bytes: int = 64 << 20
     max_pids: int = 256
     startup_timeout_s: float = 90.0
@@ -71,14 +73,26 @@ def python_runtime() -> tuple[Path, list[Path]]:
 class BwrapSandbox:
     def __init__(self, config: BwrapConfig | None = None):
         self.config = config or BwrapConfig()
-        path = shutil.which(self.config.bwrap)
+        name = self.config.bwrap
+        path = shutil.which(name)
         if path is None:
+            where = "" if "/" in name else " on PATH"
             raise SandboxUnavailable(
-                "bubblewrap (bwrap) is not installed: run the set-up (`apt-get install "
-                "bubblewrap` as root) before judging"
+                f"the sandbox binary {name!r} (bubblewrap) was not found{where}: run the "
+                "set-up (`apt-get install bubblewrap` as root) before judging"
             )
+        try:
+            probe = subprocess.run([path, "--version"], capture_output=True, timeout=10,
+                                   env=host_env())
+        except (OSError, subprocess.TimeoutExpired) as e:
+            raise SandboxUnavailable(f"the sandbox binary {path} cannot run: {e}") from e
+        if probe.returncode != 0 or b"bubblewrap" not in probe.stdout:
+            raise SandboxUnavailable(f"{path} is not a working bubblewrap (`{path} --version` "
+                                     f"exited with {probe.returncode})")
         self.bwrap_path = path
         self.cgroups = CgroupManager() if self.config.use_cgroups else None
+        if self.cgroups is not None and self.cgroups.available:
+            self.cgroups.reap_stale()  # left by judges that were killed
         self.exe, self.site_dirs = python_runtime()
         self.is_root = os.geteuid() == 0
         self.setpriv = shutil.which("setpriv") if self.is_root else None
@@ -96,9 +110,13 @@ class BwrapSandbox:
         return f"unavailable ({self.cgroups.reason}); RLIMIT_AS fallback"
 
     def _uid(self) -> int:
+        """A host uid no other live sandbox on this host has: the judge's pid picks a block
+        of UIDS_PER_PROCESS uids (pids are unique on the host), a counter the uid within it
+        (far more than the sandboxes one judge process ever has alive at once)."""
         with _uid_lock:
             n = next(_uid_counter)
-            uid = self.config.uid_base + (os.getpid() * 97 + n) % self.config.uid_span
+            block = os.getpid() % PID_SPACE
+            uid = self.config.uid_base + block * UIDS_PER_PROCESS + n % UIDS_PER_PROCESS
             self.recent_uids.append(uid)
         return uid
 

@@ -172,6 +172,39 @@ class CgroupManager:
             return
         self.reason = "no memory and pids cgroup controllers mounted"
 
+    def parents(self) -> list[Path]:
+        if self.version == 2:
+            return [self.root / PARENT]
+        if self.version == 1:
+            return [self.root / "memory" / PARENT, self.root / "pids" / PARENT]
+        return []
+
+    def reap_stale(self) -> int:
+        """Remove the groups of sandboxes whose judge process is gone (a worker killed with
+        SIGKILL cannot remove its own); whatever still runs in one is killed first. Groups of
+        live judges, this one's included, are left alone. Returns how many were removed."""
+        removed = 0
+        for parent in self.parents():
+            try:
+                entries = list(parent.iterdir())
+            except OSError:
+                continue
+            for d in entries:
+                parts = d.name.split("-")
+                if len(parts) < 3 or parts[0] != "sb" or not parts[1].isdigit():
+                    continue
+                try:
+                    os.kill(int(parts[1]), 0)
+                    continue  # its judge is alive
+                except ProcessLookupError:
+                    pass
+                except PermissionError:
+                    continue
+                group = Cgroup(self.version, [d], [d / "cgroup.procs"], None)
+                group.remove()
+                removed += not d.exists()
+        return removed
+
     def create(self, memory_bytes: int, max_pids: int) -> Cgroup:
         name = f"sb-{os.getpid()}-{uuid.uuid4().hex[:12]}"
         if self.version == 2:

@@ -123,6 +123,9 @@ def pump(
     if reader is None:
         reader = FrameReader(max_payload=plan.max_payload)
     reader.max_payload = plan.max_payload
+    n_tests = len(plan.expected_sizes)
+    # The runner sends warm, ready, module_start, begin + result per test and one final frame.
+    reader.max_frames = len(reader.frames) + 4 * n_tests + 16
     sel = selectors.DefaultSelector()
     for fd in (out_fd, err_fd, chan_r):
         os.set_blocking(fd, False)
@@ -131,6 +134,14 @@ def pump(
     phase = "startup"
     seen = len(reader.frames)
     step = plan.time_ms / 1000.0
+    # Frames come from the sandbox, and once the user's code runs it can forge them: each
+    # phase's deadline only moves forward in the runner's own order (one `ready`, one
+    # `module_start`, each test begun once, in order, and ended once), and the whole job has
+    # a hard end from `ready` on, one phase's time per test plus the module plus one spare,
+    # whatever the frames say.
+    hard_end: float | None = None
+    module_started = False
+    begun = -1
 
     def take(fd: int) -> int:
         """Read what is there: the byte count, 0 when nothing is waiting, -1 at end of file."""
@@ -176,21 +187,27 @@ def pump(
             if plan.on_frame is not None:
                 with contextlib.suppress(Exception):
                     plan.on_frame(frame)
+            test = frame.header.get("test")
             if ev == "warm":
                 raw.warm = frame.header
-            elif ev == "ready":
+            elif ev == "ready" and hard_end is None:
                 raw.ready_ms = (now - t0) * 1000.0
+                hard_end = now + (n_tests + 2) * step
                 phase, deadline = "module", now + step
-            elif ev == "module_start":
-                phase, deadline = "module", now + step
-            elif ev == "begin":
-                raw.current_test = frame.header.get("test")
+            elif ev == "module_start" and phase == "module" and not module_started:
+                module_started, deadline = True, now + step
+            elif (ev == "begin" and module_started and phase in ("module", "between")
+                  and type(test) is int and begun < test < n_tests):
+                begun = raw.current_test = test
                 phase, deadline = "test", now + step
-            elif ev in ("result", "error", "bad_output"):
+            elif (ev in ("result", "error", "bad_output") and phase == "test"
+                  and test == raw.current_test):
                 raw.current_test = None
                 phase, deadline = "between", now + step
             elif ev in ("done", "compile_error", "module_error", "missing_entry"):
                 phase, deadline = "after", now + 2.0
+            if hard_end is not None:
+                deadline = min(deadline, hard_end)
         seen = len(reader.frames)
         if phase == "after":
             # The runner flushed its output before saying so: take what is buffered and end.

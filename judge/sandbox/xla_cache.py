@@ -19,7 +19,7 @@ from judge.sandbox.pool import pool_key
 
 log = logging.getLogger("tensorjudge.xla_cache")
 
-FILL_UID_OFFSET = 99_999  # uid_base + this: the one uid allowed to write the cache
+FILL_UID_OFFSET = -1  # uid_base + this: the one uid allowed to write the cache
 
 
 def default_root() -> Path:
