@@ -22,24 +22,34 @@ def warmup(cases, preload):
         d_ff: int
 
         @nn.compact
-        def __call__(self, q, kv):
+        def __call__(self, q, kv, mask=None):
             d, t = q.shape[-1], q.shape[0]
+            if mask is None:
+                mask = jnp.tril(jnp.ones((t, t)))
+            elif isinstance(mask, str):  # built inside the module, the other usual way
+                mask = nn.make_causal_mask(jnp.ones(t))
             h = nn.Dense(d)(nn.relu(nn.Dense(self.d_ff)(nn.LayerNorm()(q))))
             h = nn.MultiHeadDotProductAttention(num_heads=self.heads)(
                 nn.LayerNorm()(h), nn.LayerNorm()(kv))
             h = nn.MultiHeadDotProductAttention(num_heads=self.heads)(
-                nn.LayerNorm()(h), mask=jnp.tril(jnp.ones((t, t))))
+                nn.LayerNorm()(h), mask=mask)
             return h + q
 
     for i, case in enumerate(cases):
         rng = np.random.default_rng(i)
         q_np = rng.standard_normal(case["x_q"]["shape"]).astype(np.float32)
         kv_np = rng.standard_normal(case["x_kv"]["shape"]).astype(np.float32)
+        t = q_np.shape[0]
         module = Exercise(case["num_heads"], case["d_ff"])
         # Both ways inputs usually arrive: as the NumPy arrays, or through jnp.asarray.
         for q, kv in ((q_np, kv_np), (jnp.asarray(q_np), jnp.asarray(kv_np))):
             variables = module.init(jax.random.PRNGKey(i), q, kv)
             _outputs(module.apply(variables, q, kv))
+        # The usual ways of writing the causal mask: float or bool tril, Flax's helper,
+        # a NumPy comparison.
+        for mask in (jnp.tril(jnp.ones((t, t), dtype=bool)), "make_causal_mask",
+                     np.arange(t)[:, None] >= np.arange(t)[None, :]):
+            _outputs(module.apply(variables, q, kv, mask))
 
 
 def _outputs(y):
