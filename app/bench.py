@@ -49,16 +49,12 @@ CASES = [
     Case("encoder-block", "flax under jax.jit", SOLUTIONS / "encoder_block_flax_jit.py"),
     Case("decoder-block-preln", "flax, as the statement",
          _acc("decoder-block-preln", "compact_class.py")),
-    Case("decoder-block-preln", "flax under jax.jit",
-         SOLUTIONS / "decoder_block_preln_flax_jit.py"),
     Case("decoder-block", "numpy", _acc("decoder-block", "numpy_einsum.py")),
     Case("decoder-block", "jax, jit", _acc("decoder-block", "jax_jit.py")),
     Case("decoder-block", "jax, eager, other op order", SOLUTIONS / "decoder_block_jax_eager.py"),
     Case("decoder-block", "torch", _acc("decoder-block", "torch_sdpa.py")),
     Case("encoder-decoder", "numpy", _acc("encoder-decoder", "numpy_per_head.py")),
     Case("encoder-decoder", "jax, jit (scan)", _acc("encoder-decoder", "jax_jit.py")),
-    Case("encoder-decoder", "jax, eager, other op order",
-         SOLUTIONS / "encoder_decoder_jax_eager.py"),
     Case("encoder-decoder", "torch", _acc("encoder-decoder", "torch_sdpa.py")),
 ]
 
