@@ -268,15 +268,8 @@ def signin(
     csrf: Annotated[str, Form()] = "",
     next: Annotated[str, Form()] = "/",  # noqa: A002
 ) -> Response:
-    ctx = _ctx(request)
-    try:
-        web_session.check_form(request, csrf)
-        user, session = sessions.sign_in(ctx, username.strip(), password)
-    except ServiceError as e:
-        return render(request, "signin.html", e.status, next=_safe_next(next), error=e.message,
-                      username=username)
-    web_session.replace(request, session, user)
-    return web_session.apply_cookie(request, RedirectResponse(_safe_next(next), 303))
+    return _account_form(request, "signin.html", sessions.sign_in, username, password, csrf,
+                         next)
 
 
 @router.get("/signup", response_class=HTMLResponse)
@@ -292,15 +285,22 @@ def signup(
     csrf: Annotated[str, Form()] = "",
     next: Annotated[str, Form()] = "/",  # noqa: A002
 ) -> Response:
-    ctx = _ctx(request)
+    return _account_form(request, "signup.html", sessions.sign_up, username, password, csrf,
+                         next)
+
+
+def _account_form(request: Request, template: str, action: Any, username: str, password: str,
+                  csrf: str, next_url: str) -> Response:
+    """Sign in or sign up from a form: on success a fresh session and a redirect, else the
+    form again with the reason."""
     try:
         web_session.check_form(request, csrf)
-        user, session = sessions.sign_up(ctx, username.strip(), password)
+        user, session = action(_ctx(request), username.strip(), password)
     except ServiceError as e:
-        return render(request, "signup.html", e.status, next=_safe_next(next), error=e.message,
+        return render(request, template, e.status, next=_safe_next(next_url), error=e.message,
                       username=username)
     web_session.replace(request, session, user)
-    return web_session.apply_cookie(request, RedirectResponse(_safe_next(next), 303))
+    return web_session.apply_cookie(request, RedirectResponse(_safe_next(next_url), 303))
 
 
 @router.post("/signout")
