@@ -36,7 +36,8 @@ def instantiate(attack: Attack, server: Server, nonce: str) -> tuple[str, list[s
                f"/dev/shm/tj-marker-{nonce}", str(server.data_dir / f"tj-marker-{nonce}"),
                str(server.cache_dir / f"tj-marker-{nonce}"),
                str(server.problems_dir / "double" / f"tj-marker-{nonce}"),
-               str(REPO / f"tj-marker-{nonce}"), f"/root/tj-marker-{nonce}"]
+               str(REPO / f"tj-marker-{nonce}"),
+               os.path.join(os.path.expanduser("~"), f"tj-marker-{nonce}")]
     host_paths = [str(REPO), str(REPO / "reference_solutions"), str(server.problems_dir),
                   str(server.problems_dir / "double" / "reference.py"), str(server.data_dir),
                   str(server.data_dir / "tensorjudge.db"), str(server.cache_dir),

@@ -1,4 +1,4 @@
-# attack: symlinks in /tmp to /proc/1/root, /proc/self/root/.., host paths and /proc/1/cwd, then read and write through them
+# attack: symlinks in /tmp to /proc/1/root, the parent of /proc/self/root, host paths and /proc/1/cwd, then read and write through them
 # category: isolation
 # expect: AC
 import json
@@ -10,7 +10,7 @@ MARKERS = json.loads('__TJ_MARKERS__')
 
 def double(x):
     seen = {}
-    links = {"/tmp/l-root": "/proc/1/root", "/tmp/l-up": "/proc/self/root/../../..",
+    links = {"/tmp/l-root": "/proc/1/root", "/tmp/l-up": os.path.join("/proc/self/root", "..", "..", ".."),
              "/tmp/l-cwd": "/proc/1/cwd", "/tmp/l-exe": "/proc/1/exe"}
     for i, p in enumerate(PATHS + MARKERS):
         links[f"/tmp/l-{i}"] = p
