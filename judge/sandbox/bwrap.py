@@ -196,6 +196,9 @@ class BwrapSandbox:
         }
         try:
             background = background and self.is_root and cgroup is not None
+            if background:
+                assert cgroup is not None
+                cgroup.set_background(True)
             cmd = self.command(cgroup, uid, args_r)
             if background:
                 cmd = cmd[:4] + ["nice", "-n", "15"] + cmd[4:]
@@ -320,6 +323,7 @@ class Spawned:
         if not self.niced or self.cgroup is None:
             return
         self.niced = False
+        self.cgroup.set_background(False)
         for pid in self.cgroup.pids():
             try:
                 tids = os.listdir(f"/proc/{pid}/task")

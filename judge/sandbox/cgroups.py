@@ -46,6 +46,19 @@ class Cgroup:
     dirs: list[Path]
     procs_files: list[Path]
     memory_dir: Path | None
+    cpu_dir: Path | None = None
+
+    def set_background(self, background: bool) -> None:
+        """CPU weight: a spare being prepared yields to judging. (Niceness alone would not:
+        each sandbox is a session of its own, and the kernel's autogroups share the CPU
+        between sessions equally whatever their niceness.)"""
+        if self.cpu_dir is None:
+            return
+        with contextlib.suppress(OSError):
+            if self.version == 2:
+                _write(self.cpu_dir / "cpu.weight", "1" if background else "100")
+            else:
+                _write(self.cpu_dir / "cpu.shares", "2" if background else "1024")
 
     def set_memory_limit(self, memory_bytes: int) -> None:
         """Tighten the limit for the job (a pooled sandbox is prepared under a looser one)."""
@@ -135,6 +148,7 @@ class CgroupManager:
         self.root = root
         self.version = 0
         self.reason = ""
+        self.cpu = False  # a cpu controller too (optional: priorities only)
         self._detect()
 
     @property
@@ -159,6 +173,11 @@ class CgroupManager:
                 self.reason = f"cgroup v2 not delegable here: {e}"
                 return
             self.version = 2
+            if "cpu" in controllers:
+                with contextlib.suppress(OSError):
+                    _write(self.root / "cgroup.subtree_control", "+cpu")
+                    _write(parent / "cgroup.subtree_control", "+cpu")
+                    self.cpu = True
             return
         mem, pids = self.root / "memory", self.root / "pids"
         if mem.is_dir() and pids.is_dir():
@@ -169,6 +188,10 @@ class CgroupManager:
                 self.reason = f"cgroup v1 not writable: {e}"
                 return
             self.version = 1
+            if (self.root / "cpu" / "cpu.shares").exists():
+                with contextlib.suppress(OSError):
+                    (self.root / "cpu" / PARENT).mkdir(exist_ok=True)
+                    self.cpu = True
             return
         self.reason = "no memory and pids cgroup controllers mounted"
 
@@ -176,7 +199,8 @@ class CgroupManager:
         if self.version == 2:
             return [self.root / PARENT]
         if self.version == 1:
-            return [self.root / "memory" / PARENT, self.root / "pids" / PARENT]
+            cpu = [self.root / "cpu" / PARENT] if self.cpu else []
+            return [self.root / "memory" / PARENT, self.root / "pids" / PARENT] + cpu
         return []
 
     def reap_stale(self) -> int:
@@ -216,7 +240,7 @@ class CgroupManager:
             if (d / "memory.oom.group").exists():
                 _write(d / "memory.oom.group", "1")
             _write(d / "pids.max", str(max_pids))
-            return Cgroup(2, [d], [d / "cgroup.procs"], d)
+            return Cgroup(2, [d], [d / "cgroup.procs"], d, d if self.cpu else None)
         mem = self.root / "memory" / PARENT / name
         pids = self.root / "pids" / PARENT / name
         mem.mkdir()
@@ -226,4 +250,14 @@ class CgroupManager:
             with contextlib.suppress(OSError):
                 _write(mem / "memory.memsw.limit_in_bytes", str(memory_bytes))
         _write(pids / "pids.max", str(max_pids))
-        return Cgroup(1, [mem, pids], [mem / "cgroup.procs", pids / "cgroup.procs"], mem)
+        group = Cgroup(1, [mem, pids], [mem / "cgroup.procs", pids / "cgroup.procs"], mem)
+        if self.cpu:
+            cpu = self.root / "cpu" / PARENT / name
+            try:
+                cpu.mkdir()
+            except OSError:
+                return group
+            group.dirs.append(cpu)
+            group.procs_files.append(cpu / "cgroup.procs")
+            group.cpu_dir = cpu
+        return group
