@@ -42,6 +42,7 @@ class _Slot:
     spawning: int = 0
     last_demand: float = 0.0
     demand: int = 0
+    waiting: int = 0  # jobs blocked in acquire() for this key
     # Memory a prepared sandbox of this key was seen to hold (a guess until one is seen).
     footprint: int = 400 << 20
 
@@ -53,6 +54,7 @@ class PoolStats:
     cold: int = 0  # jobs that started their own
     spawned: int = 0
     discarded: int = 0
+    split: int = 0  # jobs judged in two sandboxes at once
 
 
 class SandboxPool:
@@ -66,6 +68,7 @@ class SandboxPool:
         spawners: int = 2,
         prepare_timeout_s: float = 120.0,
         idle_keys_after_s: float = 600.0,
+        split_idle: bool = True,
     ):
         self.sandbox = sandbox
         self.per_key = per_key
@@ -74,6 +77,8 @@ class SandboxPool:
         self.prepare_timeout_s = prepare_timeout_s
         self.idle_keys_after_s = idle_keys_after_s
         self.stats = PoolStats()
+        self.split_idle = split_idle
+        self._active = 0  # jobs (or parts) running in sandboxes taken from this pool
         self._slots: OrderedDict[str, _Slot] = OrderedDict()
         self._lock = threading.Condition()
         self._spawners = ThreadPoolExecutor(max_workers=spawners,
@@ -83,7 +88,41 @@ class SandboxPool:
     # The Sandbox protocol of the engine.
     def run(self, header: dict, tests_args: list[dict], plan: RunPlan) -> RawRun:
         sp = self.acquire(header, plan.memory_bytes)
-        return self.sandbox.execute(sp, header, tests_args, plan)
+        return self.execute(sp, header, tests_args, plan)
+
+    def execute(self, sp: Spawned, header: dict, tests_args: list[dict],
+                plan: RunPlan) -> RawRun:
+        with self._lock:
+            self._active += 1
+        try:
+            return self.sandbox.execute(sp, header, tests_args, plan)
+        finally:
+            with self._lock:
+                self._active -= 1
+
+    def acquire_idle(self, header: dict, memory_bytes: int, count: int) -> list[Spawned] | None:
+        """`count` prepared sandboxes for one submission's parts (judge/parallel.py), only
+        when they are ready now and no other job of this pool is running: a spare core is
+        then idle. Under load this says None and each job keeps to one sandbox."""
+        if not self.split_idle or count < 2:
+            return None
+        key = pool_key(header)
+        with self._lock:
+            slot = self._slots.get(key)
+            if self._active or slot is None or self._closed:
+                return None
+            alive = [sp for sp in slot.ready if sp.alive()]
+            if len(alive) < count:
+                return None
+            taken = alive[:count]
+            for sp in taken:
+                slot.ready.remove(sp)
+            slot.last_demand = time.monotonic()
+            slot.demand += 1
+            self.stats.hits += 1
+            self.stats.split += 1
+            self._spawn_soon()
+        return taken
 
     def prewarm(self, header: dict, memory_bytes: int) -> None:
         """Declare a key worth keeping ready from the start."""
@@ -116,7 +155,11 @@ class SandboxPool:
                 if time.monotonic() >= deadline or self._closed:
                     break
                 waited = True
-                self._lock.wait(timeout=0.5)
+                slot.waiting += 1
+                try:
+                    self._lock.wait(timeout=0.5)
+                finally:
+                    slot.waiting -= 1
         # Nothing came in time: a sandbox of our own (it prepares as it runs).
         self.stats.cold += 1
         return self.sandbox.spawn(header, memory_bytes)
@@ -157,10 +200,14 @@ class SandboxPool:
             self._spawn_soon()
 
     def _spawn_soon(self) -> None:
-        """Called with the lock held: start spawns for keys below their target."""
+        """Called with the lock held: start spawns for keys below their target. While jobs
+        wait for a sandbox, only their keys get one: a spare of another kind would take CPU
+        from them now and, in a backlog, be evicted unused later."""
         if self._closed:
             return
-        for key in self._wanted():
+        keys = self._wanted()
+        backlog = [k for k in keys if self._slots[k].waiting]
+        for key in backlog or keys:
             slot = self._slots[key]
             while len(slot.ready) + slot.spawning < self.per_key:
                 if self._room_for(slot):

@@ -96,3 +96,74 @@ def test_spares_of_stale_kinds_make_room(sandbox, double):
         assert p.stats.discarded >= 1
     finally:
         p.close()
+
+
+class _StubSpawned:
+    cgroup = None
+
+    def __init__(self, key: str):
+        self.key = key
+
+    def alive(self) -> bool:
+        return True
+
+    def destroy(self) -> None:
+        pass
+
+
+class _StubSandbox:
+    """Stands in for bubblewrap to test only the pool's scheduling: which kind it prepares
+    when. Preparing kind `slow` blocks until released."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self.spawned: list[str] = []
+        self.release = threading.Event()
+
+    def spawn(self, prepare: dict, memory_bytes: int, background: bool = False) -> _StubSpawned:
+        key = (prepare.get("warmup") or {}).get("key", "?")
+        self.spawned.append(key)
+        return _StubSpawned(key)
+
+    def wait_warm(self, sp: _StubSpawned, timeout_s: float) -> bool:
+        if sp.key == "slow":
+            return self.release.wait(timeout_s)
+        return True
+
+
+def _kind(key: str) -> dict:
+    return {"preload": [], "warmup": {"source": "", "cases": [], "key": key}}
+
+
+@pytest.mark.timeout(60)
+def test_a_backlog_gets_the_preparation_not_other_kinds():
+    import threading
+
+    stub = _StubSandbox()
+    p = SandboxPool(stub, per_key=1, max_idle=4, spawners=2)  # type: ignore[arg-type]
+    try:
+        p.prewarm(_kind("fast"), 1 << 20)
+        assert p.wait_ready(1, 10)
+        got: list[object] = []
+        waiter = threading.Thread(target=lambda: got.append(p.acquire(_kind("slow"), 1 << 20)))
+        waiter.start()
+        deadline = time.monotonic() + 10
+        while not p._slots[list(p._slots)[-1]].waiting and time.monotonic() < deadline:
+            time.sleep(0.01)
+        # A job of the other kind takes its spare while the slow kind's job still waits:
+        # no new spare of the other kind is started until the waiting job is served.
+        p.acquire(_kind("fast"), 1 << 20)
+        time.sleep(0.3)
+        assert stub.spawned.count("fast") == 1, stub.spawned
+        stub.release.set()
+        waiter.join(10)
+        assert got and got[0].key == "slow"
+        p.acquire(_kind("slow"), 1 << 20)  # any later demand refills what is missing
+        deadline = time.monotonic() + 10
+        while stub.spawned.count("fast") < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert stub.spawned.count("fast") == 2, stub.spawned
+    finally:
+        stub.release.set()
+        p.close()
