@@ -24,6 +24,7 @@ from typing import Any
 import httpx
 
 from app.settings import REPO_ROOT
+from judge.parallel import cut
 
 SOLUTIONS = REPO_ROOT / "bench" / "solutions"
 PROBLEMS = REPO_ROOT / "problems"
@@ -152,9 +153,16 @@ class Client:
         t0 = time.perf_counter()
         view = self.wait(self.post(case, mode))
         wall = (time.perf_counter() - t0) * 1000.0
-        tests = (view.get("result") or {}).get("tests") or []
-        return Sample(wall, sum(t.get("time_ms") or 0 for t in tests),
-                      sum(t.get("compile_ms") or 0 for t in tests), view["verdict"])
+        result = view.get("result") or {}
+        tests = result.get("tests") or []
+        # Tests cut across parallel sandboxes: the user's time on the critical path is the
+        # longest part's (the same for compile time).
+        ranges = cut(len(tests), max(int(result.get("parts") or 1), 1))
+
+        def longest(key: str) -> float:
+            return max((sum(t.get(key) or 0 for t in tests[a:b]) for a, b in ranges), default=0)
+
+        return Sample(wall, longest("time_ms"), longest("compile_ms"), view["verdict"])
 
     def pool(self) -> dict[str, Any] | None:
         return self.http.get("/healthz").json().get("sandbox_pool")
@@ -220,7 +228,10 @@ def report(fast: dict, naive: dict, burst_s: float, burst_n: int, naive_burst: t
         f"(baseline: {baseline_runs}), one at a time, time from POST to final verdict through "
         "the REST API of a real `serve` with 2 embedded workers. *Overhead* is that time minus "
         "the time spent inside the user's function (measured in the sandbox); *compile* is the "
-        "JAX compilation inside the user's function that the warm-up could not foresee.",
+        "JAX compilation inside the user's function that the warm-up could not foresee. "
+        "A Submit that does not compile its own code runs in two prepared sandboxes at once "
+        "when the worker is idle (the result's `parts`); its overhead subtracts the user's "
+        "time of the longer part.",
         "",
         "| problem | solution | mode | p50 ms | p90 ms | overhead p50 | compile p50 | naive p50 "
         "| naive p90 | speed-up (p50) | verdicts |",

@@ -34,6 +34,9 @@ class Settings(BaseSettings):
     pool_size: int = Field(default=2, ge=0, le=16)
     pool_max_idle: int = Field(default=6, ge=1, le=64)
     pool_max_idle_mb: int = Field(default=2048, ge=64)
+    # An idle worker judges a Submit in two prepared sandboxes at once (half the latency on
+    # two cores); under load every job keeps to one.
+    pool_split: bool = True
     compile_cache: bool = True  # the judge-filled, read-only JAX compilation cache
 
     # The queue.

@@ -30,6 +30,8 @@ def make_worker_sandbox(settings: Any) -> Any:
 
     return make_sandbox(settings.sandbox, pool_per_key=settings.pool_size,
                         pool_max_idle=settings.pool_max_idle,
+                        pool_max_idle_mb=settings.pool_max_idle_mb,
+                        pool_split=settings.pool_split,
                         compile_cache=settings.compile_cache, bwrap=settings.bwrap)
 
 
@@ -89,7 +91,8 @@ class ProgressWriter(threading.Thread):
                 continue
             self.changed.clear()
             with self._lock:
-                snapshot = [self.tests[i] for i in sorted(self.tests)]
+                # With `index`: tests judged in two sandboxes at once arrive out of order.
+                snapshot = [{**self.tests[i], "index": i} for i in sorted(self.tests)]
             try:
                 if not queue.progress(self.ctx, self.job, snapshot):
                     return

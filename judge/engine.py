@@ -22,6 +22,7 @@ from judge import wire
 from judge.compare import Tolerance, compare
 from judge.expected import expected_outputs
 from judge.package import Package, TestSpec
+from judge.parallel import idle_sandboxes, judge_in_parts
 from judge.sandbox.io_loop import RawRun, RunPlan
 from judge.verdicts import JudgeResult, TestResult, Verdict, aggregate
 
@@ -220,6 +221,12 @@ def judge(
 
         plan.on_frame = on_frame
     try:
+        parts = idle_sandboxes(sandbox, header, plan, tree, len(prepared.tests))
+        if parts:
+            result = judge_in_parts(sandbox, parts, header, prepared, plan, tol,  # type: ignore[arg-type]
+                                    interpret)
+            result.wall_ms = (time.monotonic() - t0) * 1000.0
+            return result
         raw = sandbox.run(header, prepared.args, plan)
     except Exception as e:  # noqa: BLE001
         return aggregate(not_run, internal_error=f"the sandbox failed: {e}\n"

@@ -135,6 +135,8 @@ class JudgeResult:
     # Seconds spent before the first test (process start and imports), for the record.
     startup_ms: float | None = None
     wall_ms: float | None = None
+    # Sandboxes the tests were cut across (judge/parallel.py): contiguous, near-equal parts.
+    parts: int = 1
 
     @property
     def passed(self) -> int:
@@ -150,6 +152,7 @@ class JudgeResult:
             "stderr": clean_text(self.stderr),
             "startup_ms": None if self.startup_ms is None else round(self.startup_ms, 1),
             "wall_ms": None if self.wall_ms is None else round(self.wall_ms, 1),
+            "parts": self.parts,
         }
 
 

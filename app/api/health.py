@@ -30,7 +30,7 @@ def pool_status(request: Request) -> dict | None:
     return {"idle": len(pool.idle()), "spawning": pool.spawning(),
             "idle_memory_mb": round(pool.idle_memory_bytes() / 2**20),
             "hits": st.hits, "waits": st.waits, "cold": st.cold, "spawned": st.spawned,
-            "discarded": st.discarded}
+            "discarded": st.discarded, "split": st.split}
 
 
 @router.get("/healthz", responses={503: {"description": "the database is unreachable"}})

@@ -157,12 +157,14 @@ def test_rows(result: dict[str, Any] | None, pending: list[str], status: str,
               progress: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
     if result is None:
         # Being judged: the tests done so far, live, then the ones still to come.
-        done = test_rows({"tests": progress or []}, [], "done")
-        seen = {r["name"] for r in done}
-        state = "running" if status == "running" else "queued"
-        return done + [{"name": n, "verdict": None, "words": "Running" if state == "running"
-                        else "Waiting", "kind": "pending", "pending": True}
-                       for n in pending if n not in seen]
+        # `pending` names every test in order; tests judged in two sandboxes at once finish
+        # out of order, so each judged one takes its own place.
+        done = {r["name"]: r for r in test_rows({"tests": progress or []}, [], "done")}
+        words = "Running" if status == "running" else "Waiting"
+        rows = [done.pop(n) if n in done else
+                {"name": n, "verdict": None, "words": words, "kind": "pending", "pending": True}
+                for n in pending]
+        return list(done.values()) + rows
     rows = []
     for t in result.get("tests", []):
         v = t.get("verdict")

@@ -16,12 +16,14 @@ def make_sandbox(
     pool_per_key: int = 0,
     pool_max_idle: int = 6,
     pool_max_idle_mb: int = 2048,
+    pool_split: bool = True,
     compile_cache: bool = True,
     cache_root: Path | None = None,
     bwrap: str = "bwrap",
 ) -> BwrapSandbox | SandboxPool:
     """The configured sandbox: fresh per submission, or drawn from a pool of prepared ones
-    (`pool_per_key` > 0). With `compile_cache`, a judge-filled JAX compilation cache is shared
+    (`pool_per_key` > 0; with `pool_split`, an idle pool judges a Submit in two sandboxes at
+    once). With `compile_cache`, a judge-filled JAX compilation cache is shared
     read-only by every sandbox. `bwrap`: the bubblewrap binary (a name on PATH or a path);
     SandboxUnavailable when it is missing, so a worker fails at start-up, not per job."""
     if kind not in ("bwrap", "local", ""):
@@ -34,5 +36,5 @@ def make_sandbox(
     sandbox = BwrapSandbox(config)
     if pool_per_key > 0:
         return SandboxPool(sandbox, per_key=pool_per_key, max_idle=max(pool_max_idle, 1),
-                           max_idle_bytes=pool_max_idle_mb << 20)
+                           max_idle_bytes=pool_max_idle_mb << 20, split_idle=pool_split)
     return sandbox

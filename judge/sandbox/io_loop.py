@@ -18,6 +18,18 @@ from dataclasses import dataclass, field
 from judge.wire import Frame, FrameReader
 
 
+class OutputTally:
+    """Bytes written so far by all the parts of one submission."""
+
+    def __init__(self) -> None:
+        self.total = 0
+        self._lock = threading.Lock()
+
+    def add(self, n: int) -> None:
+        with self._lock:
+            self.total += n
+
+
 @dataclass
 class RunPlan:
     time_ms: int  # per test, wall
@@ -28,6 +40,13 @@ class RunPlan:
     # Called with each frame as it arrives (live progress); must be quick, and its failures
     # are ignored: progress is a courtesy, the verdict comes from the frames at the end.
     on_frame: Callable[[Frame], None] | None = None
+    # Output written by every part of a submission cut across sandboxes (judge/parallel.py):
+    # the OLE limit holds for their total, as it would in one sandbox.
+    shared_output: OutputTally | None = None
+
+    def output_over(self, own_total: int) -> bool:
+        total = own_total if self.shared_output is None else self.shared_output.total
+        return total > self.ole_limit
 
     @property
     def cpu_seconds(self) -> int:
@@ -155,6 +174,8 @@ def pump(
             reader.feed(data)
         else:
             raw.output_total += len(data)
+            if plan.shared_output is not None:
+                plan.shared_output.add(len(data))
             room = plan.output_cap - len(kept[fd])
             if room > 0:
                 kept[fd] += data[:room]
@@ -173,7 +194,7 @@ def pump(
         for key, _ in sel.select(timeout):
             if take(key.fd) < 0:
                 sel.unregister(key.fd)
-        if raw.output_total > plan.ole_limit:
+        if plan.output_over(raw.output_total):
             raw.ole = True
             stop()
             break
@@ -213,9 +234,9 @@ def pump(
             # The runner flushed its output before saying so: take what is buffered and end.
             for fd in [out_fd, err_fd]:
                 if fd in sel.get_map():
-                    while take(fd) > 0 and raw.output_total <= plan.ole_limit:
+                    while take(fd) > 0 and not plan.output_over(raw.output_total):
                         pass
-            raw.ole = raw.output_total > plan.ole_limit
+            raw.ole = plan.output_over(raw.output_total)
             sel.close()
             if raw.ole:
                 kill()

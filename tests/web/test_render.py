@@ -171,3 +171,12 @@ def test_built_assets_match_their_sources():
         text = (vendor / css).read_text()
         for url in re.findall(r"url\(([^)]+)\)", text):
             assert (vendor / css).parent.joinpath(url.strip("'\"")).is_file(), url
+
+
+def test_live_rows_keep_the_test_order_when_parts_finish_out_of_order():
+    """A Submit cut across two sandboxes reports tests 0, 1, 4, 5 before 2 and 3."""
+    names = [f"t{i}" for i in range(6)]
+    progress = [{"name": n, "verdict": "AC", "time_ms": 1.0} for n in ("t0", "t1", "t4", "t5")]
+    rows = views.test_rows(None, names, "running", progress)
+    assert [r["name"] for r in rows] == names
+    assert [r["pending"] for r in rows] == [False, False, True, True, False, False]

@@ -1,0 +1,142 @@
+"""Judging one submission in several prepared sandboxes at once, when the pool has them idle.
+
+The tests are cut into contiguous parts; each part runs in its own fresh sandbox (the module is
+executed in each), is interpreted on its own, and the parts' test results are put back in
+order under the single aggregation rule. A verdict does not depend on the cut: a part that
+ends early (time, memory) leaves its later tests unrun exactly as one sandbox would, and the
+worst verdict wins either way; the output limit holds for the parts' total. Only the latency
+changes: on an idle multi-core worker a Submit takes about 1/k of the time. Submissions that
+compile their own code are not cut (each part would compile it again).
+"""
+
+from __future__ import annotations
+
+import ast
+import threading
+from collections.abc import Callable
+from dataclasses import replace
+from typing import TYPE_CHECKING, Protocol
+
+from judge import wire
+from judge.compare import Tolerance
+from judge.sandbox.io_loop import OutputTally, RawRun, RunPlan
+from judge.verdicts import JudgeResult, Verdict, aggregate
+
+if TYPE_CHECKING:
+    from judge.engine import PreparedTests
+
+# Fewer tests than this are not worth a second sandbox (each part pays the module's start).
+MIN_TESTS_TO_SPLIT = 6
+
+
+class SplittingSandbox(Protocol):
+    def acquire_idle(self, header: dict, memory_bytes: int, count: int) -> list | None: ...
+    def execute(self, sp: object, header: dict, tests_args: list[dict],
+                plan: RunPlan) -> RawRun: ...
+
+
+# Calls that make JAX (or PyTorch) compile the user's own code. Such a submission gains nothing
+# from a second sandbox: each part would compile the same functions again, on the same cores.
+SELF_COMPILING = {"jit", "pjit", "pmap", "scan", "fori_loop", "while_loop", "cond", "switch",
+                  "checkpoint", "remat", "shard_map", "compile"}
+
+
+def compiles_itself(tree: ast.AST) -> bool:
+    for node in ast.walk(tree):
+        name = node.attr if isinstance(node, ast.Attribute) else getattr(node, "id", None)
+        if name in SELF_COMPILING:
+            return True
+        if isinstance(node, ast.alias) and node.name.rsplit(".", 1)[-1] in SELF_COMPILING:
+            return True
+    return False
+
+
+def idle_sandboxes(sandbox: object, header: dict, plan: RunPlan, tree: ast.AST,
+                   n_tests: int) -> list | None:
+    """Two prepared sandboxes for one submission, when a pool has them idle and nothing else
+    is judging, and the submission is worth cutting; None otherwise."""
+    acquire = getattr(sandbox, "acquire_idle", None)
+    if acquire is None or n_tests < MIN_TESTS_TO_SPLIT or compiles_itself(tree):
+        return None
+    return acquire(header, plan.memory_bytes, 2)  # type: ignore[no-any-return]
+
+
+def cut(n: int, parts: int) -> list[tuple[int, int]]:
+    """Contiguous [start, end) ranges, sizes differing by at most one."""
+    size, extra = divmod(n, parts)
+    out, start = [], 0
+    for k in range(parts):
+        end = start + size + (1 if k < extra else 0)
+        out.append((start, end))
+        start = end
+    return out
+
+
+def _shifted(on_frame: Callable[[wire.Frame], None] | None,
+             offset: int) -> Callable[[wire.Frame], None] | None:
+    """A part's frames count its tests from 0: report them under their place in the whole."""
+    if on_frame is None or offset == 0:
+        return on_frame
+
+    def forward(frame: wire.Frame) -> None:
+        i = frame.header.get("test")
+        if type(i) is int:
+            on_frame(wire.Frame({**frame.header, "test": i + offset}, frame.data))
+
+    return forward
+
+
+def judge_in_parts(sandbox: SplittingSandbox, sandboxes: list, header: dict,
+                   prepared: PreparedTests,
+                   plan: RunPlan, tol: Tolerance,
+                   interpret: Callable[..., JudgeResult]) -> JudgeResult:
+    from judge.engine import PreparedTests  # noqa: F811 - at run time (engine imports us)
+
+    ranges = cut(len(prepared.tests), len(sandboxes))
+    results: list[JudgeResult | None] = [None] * len(ranges)
+    errors: list[BaseException] = []
+    tally = OutputTally()
+
+    def run(k: int) -> None:
+        a, b = ranges[k]
+        part = PreparedTests(prepared.tests[a:b], prepared.args[a:b], prepared.shapes[a:b],
+                             prepared.expected[a:b])
+        part_plan = replace(plan, expected_sizes=plan.expected_sizes[a:b],
+                            on_frame=_shifted(plan.on_frame, a), shared_output=tally)
+        try:
+            raw = sandbox.execute(sandboxes[k], header, part.args, part_plan)
+            results[k] = interpret(raw, part, tol, part_plan)
+        except BaseException as e:  # noqa: BLE001 - reported as the judge's fault below
+            errors.append(e)
+
+    threads = [threading.Thread(target=run, args=(k,), name=f"tj-part-{k}")
+               for k in range(1, len(ranges))]
+    for t in threads:
+        t.start()
+    run(0)
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+    return merge([r for r in results if r is not None])
+
+
+def merge(parts: list[JudgeResult]) -> JudgeResult:
+    tests = [t for p in parts for t in p.tests]
+    stdout = "".join(p.stdout for p in parts)
+    stderr = "".join(p.stderr for p in parts)
+
+    def first(verdict: Verdict) -> JudgeResult | None:
+        return next((p for p in parts if p.verdict is verdict), None)
+
+    if (p := first(Verdict.IE)) is not None:
+        res = aggregate(tests, stdout=stdout, stderr=stderr, internal_error=p.message or "")
+    elif (p := first(Verdict.CE)) is not None:
+        res = aggregate(tests, stdout=stdout, stderr=stderr, compile_error=p.message or "")
+    else:
+        message = next((p.message for p in parts if p.message), None)
+        res = aggregate(tests, stdout=stdout, stderr=stderr, message=message)
+    res.parts = len(parts)
+    starts = [p.startup_ms for p in parts if p.startup_ms is not None]
+    res.startup_ms = max(starts) if starts else None
+    return res

@@ -1,0 +1,184 @@
+"""One Submit in two prepared sandboxes at once: same verdicts, tests in order, only when idle."""
+
+from __future__ import annotations
+
+import ast
+import shutil
+import threading
+from pathlib import Path
+
+import pytest
+
+from judge import wire
+from judge.engine import judge, preload_for, sandbox_header
+from judge.package import Package, load_package
+from judge.parallel import _shifted, compiles_itself, cut, idle_sandboxes, merge
+from judge.sandbox import BwrapSandbox, SandboxPool
+from judge.verdicts import JudgeResult, TestResult, Verdict
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "problems"
+
+CORRECT = "def double(x):\n    return (2 * x).reshape(-1)\n"
+# Wrong on the shapes with 5 or more columns only: some tests of each part pass, some fail.
+WRONG_WIDE = ("def double(x):\n    y = 2 * x\n    if x.shape[1] >= 5:\n        y = y + 1\n"
+              "    return y.reshape(-1)\n")
+# Slow on one late test only (a test of the second part), correct elsewhere.
+SLOW_LATE = ("import time\ndef double(x):\n    if x.shape == (5, 7):\n        time.sleep(30)\n"
+             "    return (2 * x).reshape(-1)\n")
+PRINTS = "print('module')\ndef double(x):\n    print(x.shape)\n    return (2 * x).reshape(-1)\n"
+# 40 KB per test: over the 256 KiB output limit only in total (each half stays under it).
+FLOODS_IN_SUM = ("def double(x):\n    print('y' * 40000)\n    return (2 * x).reshape(-1)\n")
+
+
+def test_cut_covers_every_test_once_in_order():
+    for n in range(0, 20):
+        for k in (1, 2, 3):
+            ranges = cut(n, k)
+            assert [i for a, b in ranges for i in range(a, b)] == list(range(n))
+            sizes = [b - a for a, b in ranges]
+            assert max(sizes) - min(sizes) <= 1
+
+
+def test_merge_keeps_order_output_and_the_single_precedence():
+    a = JudgeResult(Verdict.AC, [TestResult("t0", Verdict.AC), TestResult("t1", Verdict.AC)],
+                    None, "a-out\n", "")
+    b = JudgeResult(Verdict.TLE, [TestResult("t2", Verdict.TLE), TestResult("t3", None)],
+                    "time limit", "b-out\n", "b-err")
+    res = merge([a, b])
+    assert [t.name for t in res.tests] == ["t0", "t1", "t2", "t3"]
+    assert res.verdict is Verdict.TLE and res.message == "time limit"
+    assert res.stdout == "a-out\nb-out\n" and res.stderr == "b-err"
+    ce = JudgeResult(Verdict.CE, [TestResult("t2", None)], "bad", "", "")
+    assert merge([a, ce]).verdict is Verdict.CE
+    ie = JudgeResult(Verdict.IE, [TestResult("t2", None)], "judge fault", "", "")
+    assert merge([ie, b]).verdict is Verdict.IE
+
+
+def test_frames_of_a_later_part_report_their_place_in_the_whole():
+    seen: list[int] = []
+    forward = _shifted(lambda f: seen.append(f.header["test"]), 5)
+    assert forward is not None
+    forward(wire.Frame({"ev": "result", "test": 0}))
+    forward(wire.Frame({"ev": "begin", "test": 2}))
+    forward(wire.Frame({"ev": "ready"}))  # no test: not a test's progress
+    assert seen == [5, 7]
+
+
+@pytest.mark.parametrize(("code", "compiles"), [
+    ("import jax\nf = jax.jit(lambda x: x)\n", True),
+    ("from jax import jit\n@jit\ndef f(x):\n    return x\n", True),
+    ("from jax import lax\ny = lax.scan(f, 0, xs)\n", True),
+    ("import torch\nm = torch.compile(model)\n", True),
+    ("import flax.linen as nn\nimport jax.numpy as jnp\ny = nn.Dense(4)\n", False),
+    ("import numpy as np\ndef f(x):\n    return np.tanh(x)\n", False),
+])
+def test_only_submissions_that_do_not_compile_their_own_code_are_cut(code, compiles):
+    assert compiles_itself(ast.parse(code)) is compiles
+
+    class Pool:
+        asked = 0
+
+        def acquire_idle(self, header: dict, memory_bytes: int, count: int) -> list:
+            Pool.asked += 1
+            return ["a", "b"]
+
+    from judge.sandbox.io_loop import RunPlan
+
+    plan = RunPlan(1000, 1 << 20, 1024, 1 << 14, [1] * 8)
+    got = idle_sandboxes(Pool(), {}, plan, ast.parse(code), 8)
+    assert (got is None) is compiles
+    assert idle_sandboxes(Pool(), {}, plan, ast.parse(code), 3) is None  # too few tests
+
+
+@pytest.fixture(scope="module")
+def double_many(tmp_path_factory: pytest.TempPathFactory) -> Package:
+    """The double fixture with eight tests (splitting starts at six)."""
+    root = tmp_path_factory.mktemp("problems") / "double"
+    shutil.copytree(FIXTURES / "double", root)
+    shapes = [(2, 4), (3, 5), (4, 6), (5, 7), (6, 2)]
+    with (root / "problem.toml").open("a") as f:
+        for k, (n, m) in enumerate(shapes):
+            f.write(f'\n[[tests]]\nname = "more-{k}"\nkind = "hidden"\nseed = {10 + k}\n'
+                    f"params = {{ n = {n}, m = {m} }}\n")
+    return load_package(root)
+
+
+@pytest.fixture
+def pool(sandbox: BwrapSandbox, double_many: Package):
+    p = SandboxPool(sandbox, per_key=2, max_idle=4)
+    p.prewarm(sandbox_header(double_many, "", preload_for(["numpy"])), 512 << 20)
+    yield p
+    p.close()
+
+
+def _ready_split(pool: SandboxPool) -> None:
+    assert pool.wait_ready(2, 120)
+
+
+@pytest.mark.sandbox
+@pytest.mark.parametrize("code", [CORRECT, WRONG_WIDE, SLOW_LATE, PRINTS, FLOODS_IN_SUM,
+                                  "def double(:\n",
+                                  "raise ValueError('at import')\n"])
+def test_split_gives_the_verdicts_of_one_sandbox(pool, sandbox, double_many, code):
+    single = judge(double_many, code, sandbox)
+    _ready_split(pool)
+    before = pool.stats.split
+    progress: list[int] = []
+    split = judge(double_many, code, pool, on_test=lambda i, t: progress.append(i))
+    if len(double_many.tests) >= 6 and single.verdict is not Verdict.CE:
+        assert pool.stats.split == before + 1
+    assert split.verdict is single.verdict, (split.to_dict(), single.to_dict())
+    if code is SLOW_LATE:
+        # One sandbox stops at the slow test; the other part's tests have their verdicts.
+        slow = next(i for i, t in enumerate(split.tests) if t.verdict is Verdict.TLE)
+        assert double_many.tests[slow].params == {"n": 5, "m": 7}
+        assert all(t.verdict is Verdict.AC for t in split.tests[:4])
+    elif code is FLOODS_IN_SUM:
+        assert split.verdict is Verdict.OLE  # the limit holds for the parts' total
+    else:
+        assert [t.verdict for t in split.tests] == [t.verdict for t in single.tests]
+        assert [t.name for t in split.tests] == [t.name for t in single.tests]
+    if code is PRINTS:
+        assert split.stdout.count("module") == 2  # each part runs the module once
+    if split.verdict not in (Verdict.CE, Verdict.RE, Verdict.OLE):
+        # Each test reported live once it ran (a test cut short by the clock has no frame).
+        judged = [i for i, t in enumerate(split.tests) if t.verdict not in (None, Verdict.TLE)]
+        assert sorted(progress) == judged
+
+
+@pytest.mark.sandbox
+def test_no_split_while_another_job_runs(pool, double_many):
+    _ready_split(pool)
+    header = sandbox_header(double_many, CORRECT, preload_for(["numpy"]))
+    started, release = threading.Event(), threading.Event()
+    sleeper = ("import time\nfrom pathlib import Path\n"
+               "def double(x):\n    time.sleep(1)\n    return (2 * x).reshape(-1)\n")
+
+    def busy() -> None:
+        started.set()
+        judge(double_many, sleeper, pool, samples_only=True)
+        release.set()
+
+    t = threading.Thread(target=busy)
+    t.start()
+    started.wait()
+    deadline = threading.Event()
+    while pool._active == 0 and not deadline.wait(0.01):  # noqa: SLF001 - the job is running
+        pass
+    assert pool.acquire_idle(header, 512 << 20, 2) is None
+    t.join()
+    assert release.is_set()
+
+
+@pytest.mark.sandbox
+def test_spares_being_prepared_yield_the_cpu(pool, double_many):
+    """Prepared at the lowest CPU weight, back to normal when their job comes."""
+    _ready_split(pool)
+    spare = pool.idle()[0]
+    if spare.cgroup is None or spare.cgroup.cpu_dir is None:
+        pytest.skip("no cpu cgroup controller on this host")
+    name = "cpu.weight" if spare.cgroup.version == 2 else "cpu.shares"
+    low = (spare.cgroup.cpu_dir / name).read_text().strip()
+    spare.foreground()
+    high = (spare.cgroup.cpu_dir / name).read_text().strip()
+    assert int(low) < int(high)
