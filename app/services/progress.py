@@ -57,24 +57,23 @@ def problem_stats(ctx: Context) -> dict[str, dict[str, Any]]:
     return out
 
 
-def solved_slugs(ctx: Context, user: UserView | None) -> set[str]:
+def _user_slugs(ctx: Context, user: UserView | None, *where: Any) -> set[str]:
+    """Problems with a counted submission of the user's matching `where`."""
     if user is None:
         return set()
     with ctx.db.transaction() as s:
         return set(s.scalars(
             select(Problem.slug).join(Submission, Submission.problem_id == Problem.id)
-            .where(_counted(), Submission.user_id == user.id, Submission.verdict == ACCEPTED)
-            .distinct()))
+            .where(_counted(), Submission.user_id == user.id, *where).distinct()))
+
+
+def solved_slugs(ctx: Context, user: UserView | None) -> set[str]:
+    return _user_slugs(ctx, user, Submission.verdict == ACCEPTED)
 
 
 def attempted_slugs(ctx: Context, user: UserView | None) -> set[str]:
     """Problems the user submitted to (judged), solved or not."""
-    if user is None:
-        return set()
-    with ctx.db.transaction() as s:
-        return set(s.scalars(
-            select(Problem.slug).join(Submission, Submission.problem_id == Problem.id)
-            .where(_counted(), Submission.user_id == user.id).distinct()))
+    return _user_slugs(ctx, user)
 
 
 def has_solved(ctx: Context, user: UserView | None, slug: str) -> bool:

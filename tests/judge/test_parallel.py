@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import shutil
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -162,9 +163,9 @@ def test_no_split_while_another_job_runs(pool, double_many):
     t = threading.Thread(target=busy)
     t.start()
     started.wait()
-    deadline = threading.Event()
-    while pool._active == 0 and not deadline.wait(0.01):  # noqa: SLF001 - the job is running
-        pass
+    deadline = time.monotonic() + 30
+    while pool._active == 0 and time.monotonic() < deadline:  # noqa: SLF001 - until it runs
+        time.sleep(0.01)
     assert pool.acquire_idle(header, 512 << 20, 2) is None
     t.join()
     assert release.is_set()
