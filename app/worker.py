@@ -280,14 +280,16 @@ class WorkerPool:
         """Stop claiming; wait (up to `timeout` seconds, else for as long as it takes) for
         the submissions being judged to finish."""
         self.stopping.set()
-        if hasattr(self.sandbox, "close"):
-            self.sandbox.close()
         self.ctx.hub.queue_changed()
         deadline = None if timeout is None else time.monotonic() + timeout
         for t in self.threads:
             # Joined in slices: a signal handler in the main thread still gets to run.
             while t.is_alive() and (deadline is None or time.monotonic() < deadline):
                 t.join(0.5)
+        if hasattr(self.sandbox, "close"):
+            # After the jobs: it ends the threads their sandboxes may die with.
+            left = 600.0 if deadline is None else max(deadline - time.monotonic(), 0.0)
+            self.sandbox.close(drain_s=left)
         try:
             queue.unregister_workers(self.ctx, self.names)
         except Exception as e:  # noqa: BLE001

@@ -99,6 +99,7 @@ class SandboxPool:
         finally:
             with self._lock:
                 self._active -= 1
+                self._lock.notify_all()
 
     def acquire_idle(self, header: dict, memory_bytes: int, count: int) -> list[Spawned] | None:
         """`count` prepared sandboxes for one submission's parts (judge/parallel.py), only
@@ -281,7 +282,10 @@ class SandboxPool:
                 self._lock.wait(timeout=left)
         return True
 
-    def close(self) -> None:
+    def close(self, drain_s: float = 600.0) -> None:
+        """Destroy the spares and stop preparing. Jobs already judging finish first (up to
+        `drain_s`): a sandbox dies with the thread that started it (bubblewrap's
+        --die-with-parent), and the spawner threads end here."""
         with self._lock:
             self._closed = True
             victims = [sp for s in self._slots.values() for sp in s.ready]
@@ -290,5 +294,9 @@ class SandboxPool:
             self._lock.notify_all()
         for sp in victims:
             sp.destroy()
+        deadline = time.monotonic() + drain_s
+        with self._lock:
+            while self._active and time.monotonic() < deadline:
+                self._lock.wait(timeout=0.5)
         self._spawners.shutdown(wait=True, cancel_futures=True)
         # Spawns that were in flight when we closed are destroyed by _spawn_one.

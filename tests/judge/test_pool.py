@@ -167,3 +167,24 @@ def test_a_backlog_gets_the_preparation_not_other_kinds():
     finally:
         stub.release.set()
         p.close()
+
+
+def test_closing_lets_a_job_in_a_prepared_sandbox_finish(sandbox, double):
+    """A spare was started by a spawner thread, and bubblewrap's --die-with-parent ties the
+    sandbox to that thread: closing must not end it under a running job."""
+    import threading
+
+    p = SandboxPool(sandbox, per_key=1)
+    p.prewarm(sandbox_header(double, "", preload_for(["numpy"])), 512 << 20)
+    assert p.wait_ready(1, 60)
+    slow = "import time\ndef double(x):\n    time.sleep(0.4)\n    return (2 * x).reshape(-1)\n"
+    out: list = []
+    t = threading.Thread(target=lambda: out.append(judge(double, slow, p)))
+    t.start()
+    deadline = time.monotonic() + 30
+    while not p._active and time.monotonic() < deadline:  # noqa: SLF001 - until it judges
+        time.sleep(0.01)
+    p.close()
+    t.join(60)
+    assert out and out[0].verdict is Verdict.AC, out[0].to_dict() if out else None
+    assert p.stats.hits == 1
