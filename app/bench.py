@@ -194,19 +194,21 @@ def measure(client: Client, cases: list[Case], runs: int, *, settle: bool,
 
 
 def burst(client: Client, case: Case, n: int, clients: int = 10) -> tuple[float, list[str]]:
-    """n submissions posted at once from `clients` threads; seconds until all are judged."""
-    t0 = time.perf_counter()
+    """n submissions posted at once from `clients` threads; seconds until all are judged.
+    The clients sign up and log in before the clock starts: that is not judging."""
+    users = [client] + [Client(client.url) for _ in range(1, clients)]
     verdicts: list[str] = []
     lock = threading.Lock()
 
     def one(k: int) -> None:
-        c = Client(client.url) if k else client
+        c = users[k]
         for _ in range(k, n, clients):
             v = c.judge(case, "submit").verdict
             with lock:
                 verdicts.append(v)
 
     threads = [threading.Thread(target=one, args=(k,)) for k in range(clients)]
+    t0 = time.perf_counter()
     for t in threads:
         t.start()
     for t in threads:
