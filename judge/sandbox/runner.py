@@ -128,15 +128,14 @@ def _prepare(prep):
     """Imports, backend start and the judge's warm-up: everything before the job arrives."""
     import gc
 
-    # Everything made here lives until the job (modules, JAX's caches): the collector would
-    # only walk it again and again. It runs once at the end, then freezes what is left, so
-    # the user's own collections do not walk the libraries either.
+    # Almost everything made here lives until the job (modules, JAX's caches): the collector
+    # would only walk it again and again. One collection at the end clears the warm-up's
+    # garbage. (Freezing what is left as well made the user's calls slower, not faster.)
     gc.disable()
     try:
         return _prepare_uncollected(prep)
     finally:
         gc.collect()
-        gc.freeze()
         gc.enable()
 
 
