@@ -20,7 +20,8 @@ from judge.verdicts import aggregate
 
 log = logging.getLogger("tensorjudge.worker")
 
-# judge.engine.judge's shape: (package, code, sandbox, *, samples_only) -> JudgeResult
+# judge.engine.judge's shape:
+# (package, code, sandbox, *, samples_only, on_test, split) -> JudgeResult
 JudgeFn = Callable[..., Any]
 
 
@@ -161,7 +162,8 @@ class WorkerThread(threading.Thread):
                 package = problems.load_version(ctx, job.version_id)
                 res = self.pool.judge_fn(package, job.code, self.pool.sandbox,
                                          samples_only=job.mode == "run",
-                                         on_test=progress.on_test)
+                                         on_test=progress.on_test,
+                                         split=not queue.has_waiting(ctx))
                 result = res.to_dict()
             except Exception as e:  # noqa: BLE001 - never the user's fault
                 log.exception("judging failed", extra={"submission": job.submission_id})

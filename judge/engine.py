@@ -184,11 +184,14 @@ def judge(
     *,
     samples_only: bool = False,
     on_test: Callable[[int, TestResult], None] | None = None,
+    split: bool = True,
 ) -> JudgeResult:
     """Judge `code` against `package`. Faults of the judge itself come back as IE.
 
     `on_test(index, result)` hears of each test as soon as it is compared (live progress);
-    the returned result is the authority."""
+    the returned result is the authority. `split`: a pool may judge a Submit in two idle
+    sandboxes at once (the caller says no when other submissions are waiting: the second
+    sandbox would be taken from them)."""
     t0 = time.monotonic()
     try:
         prepared = prepare(package, samples_only)
@@ -221,7 +224,7 @@ def judge(
 
         plan.on_frame = on_frame
     try:
-        parts = idle_sandboxes(sandbox, header, plan, tree, len(prepared.tests))
+        parts = idle_sandboxes(sandbox, header, plan, tree, len(prepared.tests)) if split else None
         if parts:
             result = judge_in_parts(sandbox, parts, header, prepared, plan, tol,  # type: ignore[arg-type]
                                     interpret)

@@ -260,6 +260,13 @@ def live_workers(ctx: Context) -> list[dict[str, Any]]:
 # --- numbers -----------------------------------------------------------------------------
 
 
+def has_waiting(ctx: Context) -> bool:
+    """Whether any submission is queued, claimable now or later."""
+    with ctx.db.transaction() as s:
+        return s.execute(select(Submission.id).where(Submission.status == "queued")
+                         .limit(1)).first() is not None
+
+
 def depth(ctx: Context) -> dict[str, int]:
     with ctx.db.transaction() as s:
         rows = s.execute(select(Submission.status, func.count())

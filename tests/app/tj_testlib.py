@@ -56,15 +56,17 @@ class FakeJudge:
         self.verdicts = list(verdicts) or ["AC"]
         self.delay = delay
         self.calls: list[str] = []
+        self.splits: list[bool] = []
         self.started = threading.Event()
         self.release = threading.Event()
         self.release.set()
 
     def __call__(self, package: Any, code: str, sandbox: Any, *, samples_only: bool = False,
-                 on_test: Any = None):
+                 on_test: Any = None, split: bool = True):
         from judge.verdicts import JudgeResult, TestResult, Verdict
 
         self.calls.append(code)
+        self.splits.append(split)
         self.started.set()
         self.release.wait(30)
         if self.delay:

@@ -203,6 +203,16 @@ def test_many_workers_every_submission_exactly_one_verdict(ctx, user, workers):
     assert len(judge.calls) == 40
 
 
+def test_a_worker_splits_a_submit_only_when_nothing_else_waits(ctx, user, workers):
+    ids = make(ctx, user, 3)
+    judge = FakeJudge("AC")
+    workers(1, judge_fn=judge)
+    for sid in ids:
+        wait_done(ctx, sid)
+    # A second sandbox for the first two would have been taken from those still queued.
+    assert judge.splits == [False, False, True]
+
+
 def _idle(pool):
     """Give the pool's workers time to find the queue empty and go to sleep."""
     time.sleep(0.3)
