@@ -163,7 +163,7 @@ class WorkerThread(threading.Thread):
                 res = self.pool.judge_fn(package, job.code, self.pool.sandbox,
                                          samples_only=job.mode == "run",
                                          on_test=progress.on_test,
-                                         split=not queue.has_waiting(ctx))
+                                         split=self._may_split())
                 result = res.to_dict()
             except Exception as e:  # noqa: BLE001 - never the user's fault
                 log.exception("judging failed", extra={"submission": job.submission_id})
@@ -179,6 +179,11 @@ class WorkerThread(threading.Thread):
         log.info("judged", extra={"submission": job.submission_id, "worker": self.name,
                                   "verdict": result["verdict"], "outcome": outcome,
                                   "ms": round(judge_ms, 1)})
+
+    def _may_split(self) -> bool:
+        """A second sandbox for this job only when none is waiting for one (the queue is
+        asked only when splitting is on at all)."""
+        return self.ctx.settings.pool_split and not queue.has_waiting(self.ctx)
 
     def _complete(self, job: Job, result: dict[str, Any], judge_ms: float) -> str:
         """Write the result; if the database is briefly away, keep trying while the lease

@@ -90,8 +90,6 @@ def judge_in_parts(sandbox: SplittingSandbox, sandboxes: list, header: dict,
                    prepared: PreparedTests,
                    plan: RunPlan, tol: Tolerance,
                    interpret: Callable[..., JudgeResult]) -> JudgeResult:
-    from judge.engine import PreparedTests  # noqa: F811 - at run time (engine imports us)
-
     ranges = cut(len(prepared.tests), len(sandboxes))
     results: list[JudgeResult | None] = [None] * len(ranges)
     errors: list[BaseException] = []
@@ -99,8 +97,8 @@ def judge_in_parts(sandbox: SplittingSandbox, sandboxes: list, header: dict,
 
     def run(k: int) -> None:
         a, b = ranges[k]
-        part = PreparedTests(prepared.tests[a:b], prepared.args[a:b], prepared.shapes[a:b],
-                             prepared.expected[a:b])
+        part = replace(prepared, tests=prepared.tests[a:b], args=prepared.args[a:b],
+                       shapes=prepared.shapes[a:b], expected=prepared.expected[a:b])
         part_plan = replace(plan, expected_sizes=plan.expected_sizes[a:b],
                             on_frame=_shifted(plan.on_frame, a), shared_output=tally)
         try:
