@@ -18,7 +18,7 @@ from typing import Protocol
 
 import numpy as np
 
-from judge import wire
+from judge import pysource, wire
 from judge.compare import Tolerance, compare
 from judge.expected import expected_outputs
 from judge.package import Package, TestSpec
@@ -199,7 +199,7 @@ def judge(
         return aggregate([], internal_error=f"preparing the tests failed: {e}")
     not_run = [TestResult(t.name, None, message="not run") for t in prepared.tests]
     try:
-        tree = ast.parse(code, filename="solution.py")
+        tree = pysource.parse(code, filename="solution.py")
     except SyntaxError as e:
         return aggregate(not_run, compile_error=syntax_error_message(e, code))
     except (ValueError, MemoryError, RecursionError) as e:

@@ -5,6 +5,7 @@ A broken package is refused with every defect listed, each naming the file, the 
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import importlib.util
 import re
@@ -17,6 +18,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from judge import pysource
 from judge.verdicts import VERDICT_FOLDERS, Verdict
 
 FRAMEWORKS = ("numpy", "jax", "flax", "torch")
@@ -269,10 +271,8 @@ def _check_defines(file: Path, entry: str, label: str, defects: list[Defect]) ->
 
 
 def _check_defines_source(source: str, entry: str, label: str, defects: list[Defect]) -> None:
-    import ast
-
     try:
-        tree = ast.parse(source)
+        tree = pysource.parse(source)
     except SyntaxError as e:
         defects.append(Defect(label, f"line {e.lineno}", f"syntax error: {e.msg}"))
         return
