@@ -1,7 +1,8 @@
 """What crosses the sandbox boundary, as data only.
 
 In: one frame on the sandbox's stdin: a JSON header (code, entry point, per-test argument
-specs) and an `.npz` of every array, loaded inside with `allow_pickle=False`.
+specs, each array's dtype, shape and offset) and the arrays' raw bytes, viewed inside with
+`np.frombuffer`.
 Out: frames on a private pipe (never stdout): a length-prefixed JSON header, then for results
 raw little-endian float64 bytes of a size the header states. The host parses these with hard
 bounds and never unpickles or evaluates anything.
@@ -10,7 +11,6 @@ bounds and never unpickles or evaluates anything.
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import struct
 from dataclasses import dataclass, field
@@ -21,6 +21,7 @@ import numpy as np
 MAGIC = b"TJ1\n"
 MAX_HEADER = 1 << 20
 ALLOWED_DTYPES = {"float32", "float64", "int32", "int64", "bool"}
+ALIGN = 64  # each array of a job starts on a boundary any dtype and SIMD load is happy with
 
 
 class WireError(ValueError):
@@ -74,19 +75,27 @@ def args_digest(args: dict[str, Any]) -> str:
 
 
 def encode_job(header: dict[str, Any], tests_args: list[dict[str, Any]]) -> bytes:
-    """The single stdin frame for a sandbox: header with per-test specs, then all arrays."""
-    all_arrays: dict[str, np.ndarray] = {}
+    """The single stdin frame for a sandbox: header with per-test specs and where each array
+    lies in the blob that follows (dtype, shape, offset), then the blob: every array's raw
+    bytes, each starting on an ALIGN boundary (the runner's `_arrays` reads it). No archive
+    format to parse on either side."""
     specs = []
+    layout: dict[str, dict[str, Any]] = {}
+    chunks: list[bytes] = []
+    offset = 0
     for i, args in enumerate(tests_args):
         spec, arrays = encode_args(args)
         renamed = {k: f"t{i}_{k}" for k in arrays}
         specs.append(_rename(spec, renamed))
         for k, a in arrays.items():
-            all_arrays[renamed[k]] = a
-    buf = io.BytesIO()
-    np.savez(buf, **all_arrays)  # type: ignore[arg-type]
-    blob = buf.getvalue()
-    head = json.dumps({**header, "tests_args": specs, "npz_bytes": len(blob)}).encode()
+            data = np.ascontiguousarray(a).tobytes()
+            layout[renamed[k]] = {"dtype": a.dtype.str, "shape": list(a.shape), "offset": offset}
+            pad = -len(data) % ALIGN
+            chunks += [data, b"\0" * pad]
+            offset += len(data) + pad
+    blob = b"".join(chunks)
+    head = json.dumps({**header, "tests_args": specs, "arrays": layout,
+                       "blob_bytes": len(blob)}).encode()
     return MAGIC + struct.pack(">Q", len(head)) + head + blob
 
 
