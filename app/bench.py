@@ -317,7 +317,8 @@ def run_bench(out: Path, runs: int, baseline_runs: int, burst_n: int,
             pool = client.pool()
         progress("naive judge (a fresh sandbox per submission, no pool, no cache):")
         # Expected outputs stay cached (they are the judge's, computed once per version).
-        naive_env = {"TENSORJUDGE_POOL_SIZE": "0", "TENSORJUDGE_COMPILE_CACHE": "false"}
+        naive_env = {"TENSORJUDGE_POOL_SIZE": "0", "TENSORJUDGE_COMPILE_CACHE": "false",
+                     "TENSORJUDGE_FORK_SERVER": "false"}
         with server("naive", tmp, naive_env) as url:
             naive = measure(Client(url), cases, baseline_runs, settle=False, progress=progress)
     text = report(fast, naive, burst_s, burst_n, burst_cpu, pool, runs, baseline_runs)

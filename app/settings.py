@@ -38,6 +38,9 @@ class Settings(BaseSettings):
     # two cores); under load every job keeps to one.
     pool_split: bool = True
     compile_cache: bool = True  # the judge-filled, read-only JAX compilation cache
+    # Sandboxes forked from a server that imported the libraries once (root with cgroups;
+    # elsewhere, and with false, every sandbox imports them itself).
+    fork_server: bool = True
 
     # The queue.
     lease_seconds: float = Field(default=60.0, gt=0, description="a worker's hold on a submission")

@@ -33,7 +33,8 @@ def make_worker_sandbox(settings: Any) -> Any:
                         pool_max_idle=settings.pool_max_idle,
                         pool_max_idle_mb=settings.pool_max_idle_mb,
                         pool_split=settings.pool_split,
-                        compile_cache=settings.compile_cache, bwrap=settings.bwrap)
+                        compile_cache=settings.compile_cache, bwrap=settings.bwrap,
+                        fork_server=settings.fork_server)
 
 
 def _default_judge() -> JudgeFn:

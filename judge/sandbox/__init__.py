@@ -20,15 +20,18 @@ def make_sandbox(
     compile_cache: bool = True,
     cache_root: Path | None = None,
     bwrap: str = "bwrap",
+    fork_server: bool = True,
 ) -> BwrapSandbox | SandboxPool:
     """The configured sandbox: fresh per submission, or drawn from a pool of prepared ones
     (`pool_per_key` > 0; with `pool_split`, an idle pool judges a Submit in two sandboxes at
     once). With `compile_cache`, a judge-filled JAX compilation cache is shared
     read-only by every sandbox. `bwrap`: the bubblewrap binary (a name on PATH or a path);
-    SandboxUnavailable when it is missing, so a worker fails at start-up, not per job."""
+    SandboxUnavailable when it is missing, so a worker fails at start-up, not per job.
+    `fork_server`: start sandboxes by forking a process that imported the libraries once,
+    where that is as safe as bubblewrap (root and cgroups)."""
     if kind not in ("bwrap", "local", ""):
         raise SandboxUnavailable(f"unknown sandbox kind {kind!r} (known: bwrap)")
-    config = BwrapConfig(bwrap=bwrap or "bwrap")
+    config = BwrapConfig(bwrap=bwrap or "bwrap", fork_server=fork_server)
     if compile_cache:
         from judge.sandbox import xla_cache
 

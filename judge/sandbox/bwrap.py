@@ -10,7 +10,6 @@ wall time enforced from here by killing the whole group.
 from __future__ import annotations
 
 import collections
-import contextlib
 import itertools
 import os
 import select
@@ -23,13 +22,14 @@ import sysconfig
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from judge import wire
 from judge.sandbox.cgroups import Cgroup, CgroupManager
-from judge.sandbox.io_loop import RawRun, RunPlan, pump, reap
-from judge.wire import FrameReader
+from judge.sandbox.forkserver import CHANNEL_FD, ForkServers
+from judge.sandbox.io_loop import RawRun, RunPlan, pump
+from judge.sandbox.spawned import Process, Spawned
 
 SITE_IN_SANDBOX = "/opt/tensorjudge/site-packages"
 XLA_CACHE_IN_SANDBOX = "/opt/tensorjudge/xla-cache"
@@ -40,6 +40,7 @@ PID_SPACE = 1 << 22  # Linux's largest pid_max
 # Tears down sandboxes whose job is over, off the path to the verdict.
 _reaper = ThreadPoolExecutor(max_workers=2, thread_name_prefix="tj-sandbox-reaper")
 _uid_lock = threading.Lock()
+
 
 
 class SandboxUnavailable(RuntimeError):
@@ -58,6 +59,8 @@ class BwrapConfig:
     seccomp: bool = True
     # A judge-filled JAX compilation cache, bound read-only into every sandbox (None: off).
     xla_cache_dir: Path | None = None
+    # Fork sandboxes from a server that has imported the libraries (root with cgroups only).
+    fork_server: bool = True
 
 
 def python_runtime() -> tuple[Path, list[Path]]:
@@ -100,6 +103,15 @@ class BwrapSandbox:
         self.recent_uids: collections.deque[int] = collections.deque(maxlen=256)
         if self.is_root and self.setpriv is None:
             raise SandboxUnavailable("setpriv (util-linux) is needed to drop to a sandbox uid")
+        self.fork_servers: ForkServers | None = None
+        if (self.config.fork_server and self.is_root and self.cgroups is not None
+                and self.cgroups.available):
+            self.fork_servers = ForkServers(self)
+
+    def close(self) -> None:
+        """Ends the fork servers; sandboxes already started are not affected."""
+        if self.fork_servers is not None:
+            self.fork_servers.close()
 
     @property
     def cgroup_status(self) -> str:
@@ -134,7 +146,11 @@ class BwrapSandbox:
         a = ["--unshare-all", "--die-with-parent", "--new-session"]
         if not self.is_root or uid is not None:
             a += ["--unshare-user", "--disable-userns"]
-        a += ["--uid", "1000", "--gid", "1000", "--hostname", "sandbox", "--clearenv"]
+        return a + ["--uid", "1000", "--gid", "1000"] + self.layout_args(cache_writable)
+
+    def layout_args(self, cache_writable: bool = False) -> list[str]:
+        """What a sandbox sees: its environment and files."""
+        a = ["--hostname", "sandbox", "--clearenv"]
         for k, v in sandbox_env().items():
             a += ["--setenv", k, v]
         a += ["--ro-bind", "/usr", "/usr"]
@@ -156,6 +172,15 @@ class BwrapSandbox:
         a += ["--proc", "/proc", "--dev", "/dev"]
         a += ["--size", str(self.config.tmpfs_bytes), "--tmpfs", "/tmp", "--chdir", "/tmp"]
         return a
+
+    @staticmethod
+    def args_pipe(options: list[str]) -> int:
+        """The read end of a pipe holding bubblewrap's options, for `--args FD` (~1 KB: fits
+        the pipe buffer, no reader needed)."""
+        args_r, args_w = os.pipe()
+        with os.fdopen(args_w, "wb") as f:
+            f.write(b"\0".join(a.encode() for a in options) + b"\0")
+        return args_r
 
     def command(self, cgroup: Cgroup | None, uid: int, args_fd: int) -> list[str]:
         inner = [self.bwrap_path, "--args", str(args_fd), "--",
@@ -182,23 +207,41 @@ class BwrapSandbox:
         if self.cgroups is not None and self.cgroups.available:
             cgroup = self.cgroups.create(memory_bytes, self.config.max_pids)
         uid = self._uid() if uid is None else uid
-        chan_r, chan_w = os.pipe()
-        args_r, args_w = os.pipe()
-        options = self.bwrap_args(uid if self.is_root else None, cache_writable)
-        with os.fdopen(args_w, "wb") as f:  # ~1 KB: fits the pipe buffer, no reader needed
-            f.write(b"\0".join(a.encode() for a in options) + b"\0")
         full = {
-            "channel_fd": chan_w,
             "site_dirs": [dst for _, dst in self.site_binds()],
             "jax_cache_dir": XLA_CACHE_IN_SANDBOX if self.xla_cache_dir else None,
             "preload": list(prepare.get("preload", [])),
             "warmup": prepare.get("warmup"),
         }
+        background = background and self.is_root and cgroup is not None
+        if background:
+            assert cgroup is not None
+            cgroup.set_background(True)
+        forked = None
+        if self.fork_servers is not None and cgroup is not None and not cache_writable:
+            forked = self.fork_servers.fork(prepare, cgroup, uid, background)
+        if forked is not None:
+            proc: Process = forked[0]
+            chan_r = forked[1]
+            full["channel_fd"] = CHANNEL_FD
+        else:
+            proc, chan_r = self._start(cgroup, uid, full, cache_writable, background)
+        sp = Spawned(proc, chan_r, cgroup, uid, time.monotonic(), niced=background)
         try:
-            background = background and self.is_root and cgroup is not None
-            if background:
-                assert cgroup is not None
-                cgroup.set_background(True)
+            assert proc.stdin is not None
+            proc.stdin.write(wire.encode_job(full, []))
+            proc.stdin.flush()
+        except OSError:
+            pass  # it died already: execute() will say how
+        return sp
+
+    def _start(self, cgroup: Cgroup | None, uid: int, full: dict, cache_writable: bool,
+               background: bool) -> tuple[subprocess.Popen, int]:
+        """A sandbox started by bubblewrap, importing everything itself."""
+        chan_r, chan_w = os.pipe()
+        args_r = self.args_pipe(self.bwrap_args(uid if self.is_root else None, cache_writable))
+        full["channel_fd"] = chan_w
+        try:
             cmd = self.command(cgroup, uid, args_r)
             if background:
                 cmd = cmd[:4] + ["nice", "-n", "15"] + cmd[4:]
@@ -221,14 +264,7 @@ class BwrapSandbox:
             raise SandboxUnavailable(f"cannot start the sandbox: {e}") from e
         os.close(chan_w)
         os.close(args_r)
-        sp = Spawned(proc, chan_r, cgroup, uid, time.monotonic(), niced=background)
-        try:
-            assert proc.stdin is not None
-            proc.stdin.write(wire.encode_job(full, []))
-            proc.stdin.flush()
-        except OSError:
-            pass  # it died already: execute() will say how
-        return sp
+        return proc, chan_r
 
     def wait_warm(self, sp: Spawned, timeout_s: float) -> bool:
         """Block until the sandbox reports its preparation done; False if it died or took
@@ -265,8 +301,7 @@ class BwrapSandbox:
         def kill() -> None:
             if cgroup is not None:
                 cgroup.kill_all()
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(sp.proc.pid, 9)
+            sp.kill_group()
 
         try:
             raw = pump(sp.proc, sp.chan_r, wire.encode_job(job, tests_args), plan, kill,
@@ -299,62 +334,6 @@ class BwrapSandbox:
             # of it, so allow generous headroom).
             "as_bytes": 0 if cg else plan.memory_bytes * 3,
         }
-
-
-@dataclass
-class Spawned:
-    """One started sandbox: single use, destroyed after its job (or when discarded)."""
-
-    proc: subprocess.Popen
-    chan_r: int
-    cgroup: Cgroup | None
-    uid: int
-    t_spawn: float
-    reader: FrameReader = field(default_factory=lambda: FrameReader(max_payload=lambda h: 0))
-    niced: bool = False
-    warm_ms: float | None = None
-    oom_killed: bool = False
-    peak_bytes: int | None = None
-    _destroyed: bool = False
-
-    def foreground(self) -> None:
-        """Back to normal CPU priority, every thread of every process (niceness is per
-        thread on Linux)."""
-        if not self.niced or self.cgroup is None:
-            return
-        self.niced = False
-        self.cgroup.set_background(False)
-        for pid in self.cgroup.pids():
-            try:
-                tids = os.listdir(f"/proc/{pid}/task")
-            except OSError:
-                continue
-            for tid in tids:
-                with contextlib.suppress(OSError):
-                    os.setpriority(os.PRIO_PROCESS, int(tid), 0)
-
-    def alive(self) -> bool:
-        return self.proc.poll() is None and self.reader.error is None
-
-    def destroy(self) -> None:
-        if self._destroyed:
-            return
-        self._destroyed = True
-        if self.cgroup is not None:
-            self.cgroup.kill_all()
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.proc.pid, 9)
-        with contextlib.suppress(OSError):
-            os.close(self.chan_r)
-        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
-            with contextlib.suppress(OSError):
-                if stream is not None:
-                    stream.close()
-        reap(self.proc, 30.0, RawRun())
-        if self.cgroup is not None:
-            self.oom_killed = self.cgroup.oom_killed()
-            self.peak_bytes = self.cgroup.peak_bytes()
-            self.cgroup.remove()
 
 
 def sandbox_env() -> dict[str, str]:

@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from judge.sandbox.forkserver import ForkedProcess
 from judge.wire import Frame, FrameReader
 
 
@@ -93,10 +94,17 @@ class RawRun:
         return self.first("done") is not None
 
 
-def reap(proc: subprocess.Popen, timeout: float, raw: RawRun) -> int | None:
+def reap(proc: subprocess.Popen | ForkedProcess, timeout: float, raw: RawRun) -> int | None:
     """Wait for the sandbox's first process, keeping its tree's CPU time (wait4's rusage)."""
     if proc.returncode is not None:
         return proc.returncode
+    if isinstance(proc, ForkedProcess):
+        try:
+            raw.returncode = proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return None
+        raw.cpu_s = proc.cpu_s
+        return raw.returncode
     end = time.monotonic() + timeout
     while True:
         try:
@@ -113,7 +121,7 @@ def reap(proc: subprocess.Popen, timeout: float, raw: RawRun) -> int | None:
         time.sleep(0.002)
 
 
-def _writer(proc: subprocess.Popen, job: bytes) -> None:
+def _writer(proc: subprocess.Popen | ForkedProcess, job: bytes) -> None:
     try:
         assert proc.stdin is not None
         proc.stdin.write(job)
@@ -123,7 +131,7 @@ def _writer(proc: subprocess.Popen, job: bytes) -> None:
 
 
 def pump(
-    proc: subprocess.Popen,
+    proc: subprocess.Popen | ForkedProcess,
     chan_r: int,
     job: bytes,
     plan: RunPlan,

@@ -22,8 +22,9 @@ from collections import OrderedDict, deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from judge.sandbox.bwrap import BwrapSandbox, Spawned
+from judge.sandbox.bwrap import BwrapSandbox
 from judge.sandbox.io_loop import RawRun, RunPlan
+from judge.sandbox.spawned import Spawned
 
 log = logging.getLogger("tensorjudge.pool")
 
@@ -265,8 +266,10 @@ class SandboxPool:
             return [sp for s in self._slots.values() for sp in s.ready]
 
     def idle_memory_bytes(self) -> int:
-        """Memory charged to the idle sandboxes' cgroups (None-safe: 0 without cgroups)."""
-        total = 0
+        """Memory charged to the idle sandboxes' cgroups (None-safe: 0 without cgroups), plus
+        the fork servers' own memory, which their sandboxes share."""
+        servers = self.sandbox.fork_servers
+        total = servers.memory_bytes() if servers is not None else 0
         for sp in self.idle():
             if sp.cgroup is not None:
                 total += sp.cgroup.usage_bytes() or 0
@@ -300,3 +303,4 @@ class SandboxPool:
                 self._lock.wait(timeout=0.5)
         self._spawners.shutdown(wait=True, cancel_futures=True)
         # Spawns that were in flight when we closed are destroyed by _spawn_one.
+        self.sandbox.close()

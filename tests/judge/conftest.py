@@ -1,12 +1,25 @@
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from judge.engine import judge
 from judge.package import Package, load_package
-from judge.sandbox import BwrapSandbox
+from judge.sandbox import BwrapConfig, BwrapSandbox
 from judge.verdicts import JudgeResult
 from tests.conftest import FIXTURES
+
+
+def forked_sandbox() -> BwrapSandbox:
+    """A sandbox host that forks its sandboxes from a fork server. Where the fork server
+    should run (root with cgroups) not having one is a failure; elsewhere the test skips."""
+    sb = BwrapSandbox(BwrapConfig(fork_server=True))
+    if sb.fork_servers is None:
+        if os.geteuid() == 0 and sb.cgroups is not None and sb.cgroups.available:
+            pytest.fail("root with cgroups, yet no fork server")
+        pytest.skip("the fork server needs root and cgroups")
+    return sb
 
 
 @pytest.fixture(scope="session")

@@ -120,6 +120,11 @@ class _StubSandbox:
 
         self.spawned: list[str] = []
         self.release = threading.Event()
+        self.fork_servers = None
+        self.closed = False
+
+    def close(self) -> None:
+        self.closed = True
 
     def spawn(self, prepare: dict, memory_bytes: int, background: bool = False) -> _StubSpawned:
         key = (prepare.get("warmup") or {}).get("key", "?")

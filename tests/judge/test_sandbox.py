@@ -13,13 +13,28 @@ from pathlib import Path
 
 import pytest
 
+from judge.sandbox import BwrapConfig, BwrapSandbox
 from judge.sandbox.cgroups import PARENT
 from judge.verdicts import Verdict
 from tests.conftest import REPO
+from tests.judge.conftest import forked_sandbox
 
 pytestmark = pytest.mark.sandbox
 
 CORRECT = "def double(x):\n    return (2 * x).reshape(-1)\n"
+
+
+@pytest.fixture(scope="module", params=["bwrap", "forked"])
+def sandbox(request):
+    """Every attack here runs against both ways a sandbox starts: bubblewrap alone, and
+    forked from a fork server (which must then have made every one of them)."""
+    forked = request.param == "forked"
+    sb = forked_sandbox() if forked else BwrapSandbox(BwrapConfig(fork_server=False))
+    yield sb
+    if forked:
+        assert sb.fork_servers is not None
+        assert sb.fork_servers.fallbacks == 0 and sb.fork_servers.forked > 0
+    sb.close()
 
 
 def _sandbox_processes(uids, settle_s: float = 5.0) -> list[str]:
@@ -305,7 +320,6 @@ def test_dangerous_syscalls_kill_the_sandbox(run, call):
 
 def test_without_cgroups_memory_is_still_capped(double):
     from judge.engine import judge
-    from judge.sandbox import BwrapConfig, BwrapSandbox
 
     sb = BwrapSandbox(BwrapConfig(use_cgroups=False))
     res = judge(double, "def double(x):\n    b = bytearray(8 << 30)\n    return b\n", sb)

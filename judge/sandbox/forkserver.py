@@ -1,0 +1,273 @@
+"""The judge's side of a fork server (`zygote.py`): starts it inside bubblewrap, asks it for
+sandboxes, and stands in for the sandbox's process where the judge would hold a Popen.
+
+Used only where a sandbox from it is as confined as one bubblewrap starts: the judge runs as
+root (so each sandbox gets its own host uid) and cgroups work (so the judge can kill a
+sandbox whose first process is not its child).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import select
+import socket
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+from judge.sandbox.cgroups import Cgroup
+
+if TYPE_CHECKING:
+    from judge.sandbox.bwrap import BwrapSandbox
+
+ZYGOTE_SOURCE = (Path(__file__).with_name("zygote.py")).read_text(encoding="utf-8")
+CHANNEL_FD = 3  # where the zygote puts a sandbox's result channel
+log = logging.getLogger("tensorjudge.sandbox")
+
+
+class ForkServerError(RuntimeError):
+    """The fork server cannot give a sandbox; the caller starts one with bubblewrap instead."""
+
+
+class ForkedProcess:
+    """A sandbox's first process, forked by the zygote: the Popen-like face the judge's
+    I/O loop needs. Exit status and CPU time come from its status pipe."""
+
+    def __init__(self, pid: int, stdin: IO[bytes], stdout: IO[bytes], stderr: IO[bytes],
+                 status_fd: int):
+        self.pid = pid
+        self.stdin: IO[bytes] | None = stdin
+        self.stdout: IO[bytes] | None = stdout
+        self.stderr: IO[bytes] | None = stderr
+        self.returncode: int | None = None
+        self.cpu_s: float | None = None
+        self._status_fd: int | None = status_fd
+        self._status = b""
+
+    def _take_status(self, timeout: float) -> None:
+        fd = self._status_fd
+        if fd is None:
+            return
+        ready, _, _ = select.select([fd], [], [], max(timeout, 0.0))
+        if not ready:
+            return
+        data = os.read(fd, 4096)
+        if data and len(self._status) < 4096:
+            self._status += data
+            return
+        os.close(fd)
+        self._status_fd = None
+        try:
+            report = json.loads(self._status)
+            self.returncode = int(report["returncode"])
+            self.cpu_s = float(report["cpu_s"])
+        except (ValueError, KeyError, TypeError):
+            self.returncode = -9  # killed before it could report
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            self._take_status(0)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        end = None if timeout is None else time.monotonic() + timeout
+        while self.returncode is None:
+            left = 3600.0 if end is None else end - time.monotonic()
+            if left <= 0:
+                raise subprocess.TimeoutExpired("sandbox", timeout or 0.0)
+            self._take_status(left)
+        return self.returncode
+
+    def close(self) -> None:
+        if self._status_fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._status_fd)
+            self._status_fd = None
+            if self.returncode is None:
+                self.returncode = -9
+
+
+class ForkServer:
+    """One zygote, for one set of libraries to import ahead."""
+
+    def __init__(self, bwrap_path: str, args_r: int, exe: str, config: dict[str, Any],
+                 env: dict[str, str], startup_timeout_s: float = 120.0):
+        """`args_r`: a pipe with bubblewrap's options, closed here; `config`: what the zygote
+        loads (site folders, libraries, the runner's source)."""
+        self._lock = threading.Lock()
+        self._tail = ""
+        self._sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        fd = theirs.fileno()
+        try:
+            self.proc = subprocess.Popen(
+                [bwrap_path, "--args", str(args_r), "--", exe, "-I", "-S", "-B", "-c",
+                 ZYGOTE_SOURCE, str(fd)],
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                pass_fds=(fd, args_r), env=env, cwd="/", start_new_session=True)
+        except OSError as e:
+            self._sock.close()
+            raise ForkServerError(f"cannot start the fork server: {e}") from e
+        finally:
+            theirs.close()
+            os.close(args_r)
+        try:
+            self._sock.send(json.dumps(config).encode())
+            self._sock.settimeout(startup_timeout_s)
+            reply = self._reply()
+        except (OSError, ForkServerError) as e:
+            self.close()
+            raise ForkServerError(f"the fork server did not start: {e}; {self._tail}") from e
+        self.pid = int(reply.get("pid", 0))
+        if reply.get("threads") != 1:
+            self.close()
+            raise ForkServerError(f"the fork server has {reply.get('threads')} threads after "
+                                  "its imports: forking it would not be safe")
+
+
+    def _reply(self) -> dict[str, Any]:
+        data = self._sock.recv(1 << 16)
+        if not data:
+            raise ForkServerError("the fork server exited")
+        reply = json.loads(data)
+        if "error" in reply:
+            raise ForkServerError(reply["error"])
+        return reply
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def fork(self, uid: int, cgroup: Cgroup, tmpfs_bytes: int, unmount: list[str],
+             background: bool) -> tuple[ForkedProcess, int]:
+        """A new sandbox, waiting for its preparation frame on stdin; returns it and the
+        read end of its result channel."""
+        pipes = [os.pipe() for _ in range(5)]  # stdin, stdout, stderr, channel, status
+        theirs = [pipes[0][0], pipes[1][1], pipes[2][1], pipes[3][1], pipes[4][1]]
+        ours = [pipes[0][1], pipes[1][0], pipes[2][0], pipes[3][0], pipes[4][0]]
+        req = {"uid": uid, "cgroup_procs": [str(p) for p in cgroup.procs_files],
+               "tmpfs_bytes": tmpfs_bytes, "unmount": unmount, "background": background}
+        try:
+            with self._lock:
+                self._sock.settimeout(30.0)
+                socket.send_fds(self._sock, [json.dumps(req).encode()], theirs)
+                pid = int(self._reply()["pid"])
+        except (OSError, ValueError, ForkServerError) as e:
+            for fd in ours:
+                os.close(fd)
+            raise ForkServerError(f"the fork server gave no sandbox: {e}") from e
+        finally:
+            for fd in theirs:
+                os.close(fd)
+        proc = ForkedProcess(pid, os.fdopen(ours[0], "wb"), os.fdopen(ours[1], "rb"),
+                             os.fdopen(ours[2], "rb"), ours[4])
+        return proc, ours[3]
+
+    def memory_bytes(self) -> int:
+        """Its own memory: anonymous and shared-memory pages. Its libraries' file pages are
+        the page cache every sandbox reads too, charged where they were first read."""
+        total = 0
+        try:
+            with open(f"/proc/{self.pid}/status") as f:
+                for line in f:
+                    if line.startswith(("RssAnon:", "RssShmem:")):
+                        total += int(line.split()[1]) << 10
+        except (OSError, ValueError):
+            return 0
+        return total
+
+    def close(self) -> None:
+        """Closing the socket ends the zygote; sandboxes it forked live on until destroyed."""
+        with contextlib.suppress(OSError):
+            self._sock.close()
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        if self.proc.stderr is not None:
+            # What it said before it ended: why it could not start, if it could not.
+            with contextlib.suppress(OSError, ValueError):
+                self._tail = self.proc.stderr.read()[-2000:].decode(errors="replace").strip()
+            self.proc.stderr.close()
+
+
+class ForkServers:
+    """A sandbox host's zygotes, one per set of libraries imported ahead, started on first
+    use. Any failure means None: the caller starts that sandbox with bubblewrap."""
+
+    RETRY_AFTER_S = 60.0
+
+    def __init__(self, sandbox: BwrapSandbox):
+        self.sandbox = sandbox
+        self._servers: dict[tuple[str, ...], ForkServer] = {}
+        self._lock = threading.Lock()
+        self._broken_until = 0.0
+        self.forked = 0  # sandboxes forked
+        self.fallbacks = 0  # sandboxes bubblewrap had to start instead
+
+    def _args(self) -> list[str]:
+        """The zygote's bubblewrap: root without a user namespace (its children take their
+        own uids and namespaces), the sandbox's layout, the cgroup folders writable."""
+        a = ["--unshare-ipc", "--unshare-net", "--unshare-uts", "--new-session",
+             "--cap-add", "ALL"] + self.sandbox.layout_args()
+        assert self.sandbox.cgroups is not None
+        for d in self.sandbox.cgroups.parents():
+            a += ["--bind", str(d), str(d)]
+        return a
+
+    def _server(self, preload: tuple[str, ...]) -> ForkServer | None:
+        with self._lock:
+            server = self._servers.get(preload)
+            if server is not None and server.alive():
+                return server
+            if server is not None:
+                server.close()
+                del self._servers[preload]
+            if time.monotonic() < self._broken_until:
+                return None
+            from judge.sandbox.bwrap import RUNNER_SOURCE, host_env
+
+            sb = self.sandbox
+            config = {"site_dirs": [dst for _, dst in sb.site_binds()], "preload": list(preload),
+                      "runner_source": RUNNER_SOURCE}
+            try:
+                server = ForkServer(sb.bwrap_path, sb.args_pipe(self._args()), str(sb.exe),
+                                    config, host_env())
+            except ForkServerError as e:
+                log.warning("no fork server, sandboxes start with bubblewrap: %s", e)
+                self._broken_until = time.monotonic() + self.RETRY_AFTER_S
+                return None
+            self._servers[preload] = server
+            return server
+
+    def fork(self, prepare: dict, cgroup: Cgroup, uid: int,
+             background: bool) -> tuple[ForkedProcess, int] | None:
+        server = self._server(tuple(prepare.get("preload", [])))
+        if server is None:
+            self.fallbacks += 1
+            return None
+        assert self.sandbox.cgroups is not None
+        unmount = ["/proc", "/tmp"] + [str(d) for d in self.sandbox.cgroups.parents()]
+        try:
+            forked = server.fork(uid, cgroup, self.sandbox.config.tmpfs_bytes, unmount,
+                                 background)
+        except ForkServerError as e:
+            log.warning("fork server failed, starting with bubblewrap: %s", e)
+            self.fallbacks += 1
+            return None
+        self.forked += 1
+        return forked
+
+    def memory_bytes(self) -> int:
+        with self._lock:
+            return sum(s.memory_bytes() for s in self._servers.values())
+
+    def close(self) -> None:
+        with self._lock:
+            for server in self._servers.values():
+                server.close()
+            self._servers.clear()
