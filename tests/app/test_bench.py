@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from app.bench import machine_cpu_seconds, report
+from app.bench import STATEMENT, Sample, Series, machine_cpu_seconds, report, targets
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/stat")
@@ -34,3 +34,32 @@ def test_burst_report_states_cpu_per_submission_and_its_ceiling():
     quiet = report({}, {}, burst_s=40.0, burst_n=50, burst_cpu_s=None, pool=None, runs=10,
                    baseline_runs=5)
     assert "per submission" not in quiet
+
+
+def _series(*walls: float, user: float = 0.0) -> Series:
+    return Series([Sample(w, user, 0.0, "AC") for w in walls])
+
+
+def test_targets_are_checked_against_the_same_run():
+    fast = {
+        ("encoder-block", STATEMENT, "run"): _series(120, 130, 140),
+        ("encoder-block", STATEMENT, "submit"): _series(400, 420, 2000, user=350),
+        ("decoder-block-preln", STATEMENT, "submit"): _series(1100, 1200, 1300, user=1000),
+        ("decoder-block", "numpy", "submit"): _series(80, 90, 100),
+    }
+    naive = {
+        ("encoder-block", STATEMENT, "submit"): _series(8400),
+        ("decoder-block-preln", STATEMENT, "submit"): _series(12000),
+    }
+    text = "\n".join(targets(fast, naive, burst_rate=0.9))
+    assert "| Run, Flax encoder block: p50 at most 150 ms | 130 ms | yes |" in text
+    assert "| Submit, encoder-block (Flax): p50 at most 1 s | 420 ms | yes |" in text
+    assert "| Submit, encoder-block (Flax): at least 15x the naive judge | 20.0x | yes |" in text
+    assert "| Submit, decoder-block-preln (Flax): p50 at most 1 s | 1,200 ms | **no** |" in text
+    assert "at least 15x the naive judge | 10.0x | **no** |" in text
+    assert "| Submit, decoder-block (NumPy): p50 at most 300 ms | 90 ms | yes |" in text
+    assert "encoder-decoder" not in text  # not measured: not claimed
+    # The worst row's overhead: 200 ms (1200 - 1000), over the 100 ms target.
+    assert "200 ms at most (decoder-block-preln, flax, as the statement, submit) | **no** |" in text
+    assert "| Burst of Flax Submits, 2 workers: at least 1 per second | 0.90/s | **no** |" in text
+    assert targets({}, {}, float("nan")) == []
