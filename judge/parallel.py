@@ -25,8 +25,16 @@ from judge.verdicts import JudgeResult, Verdict, aggregate
 if TYPE_CHECKING:
     from judge.engine import PreparedTests
 
-# Fewer tests than this are not worth a second sandbox (each part pays the module's start).
+# Fewer tests than this are not worth a second sandbox: each part pays the module's start, and
+# a NumPy or PyTorch test takes a millisecond or two.
 MIN_TESTS_TO_SPLIT = 6
+# Eager JAX dispatches every operation from Python: a Flax block's test takes tens of
+# milliseconds, so even a Run's few sample tests finish sooner in two sandboxes.
+MIN_JAX_TESTS_TO_SPLIT = 2
+
+
+def min_tests_to_split(header: dict) -> int:
+    return MIN_JAX_TESTS_TO_SPLIT if "jax" in header.get("preload", ()) else MIN_TESTS_TO_SPLIT
 
 
 class SplittingSandbox(Protocol):
@@ -56,7 +64,7 @@ def idle_sandboxes(sandbox: object, header: dict, plan: RunPlan, tree: ast.AST,
     """Two prepared sandboxes for one submission, when a pool has them idle and nothing else
     is judging, and the submission is worth cutting; None otherwise."""
     acquire = getattr(sandbox, "acquire_idle", None)
-    if acquire is None or n_tests < MIN_TESTS_TO_SPLIT or compiles_itself(tree):
+    if acquire is None or n_tests < min_tests_to_split(header) or compiles_itself(tree):
         return None
     return acquire(header, plan.memory_bytes, 2)  # type: ignore[no-any-return]
 

@@ -91,6 +91,25 @@ def test_only_submissions_that_do_not_compile_their_own_code_are_cut(code, compi
     assert idle_sandboxes(Pool(), {}, plan, ast.parse(code), 3) is None  # too few tests
 
 
+def test_eager_jax_is_cut_from_two_tests_others_from_six():
+    from judge.sandbox.io_loop import RunPlan
+
+    class Pool:
+        def acquire_idle(self, header: dict, memory_bytes: int, count: int) -> list:
+            return ["a", "b"]
+
+    plan = RunPlan(1000, 1 << 20, 1024, 1 << 14, [1] * 3)
+    flax = {"preload": ["flax.linen", "jax"]}
+    eager = ast.parse("import flax.linen as nn\nm = nn.Dense(4)\n")
+    jitted = ast.parse("import jax\nf = jax.jit(lambda x: x)\n")
+    assert idle_sandboxes(Pool(), flax, plan, eager, 2) == ["a", "b"]  # a Run's samples
+    assert idle_sandboxes(Pool(), flax, plan, eager, 1) is None
+    assert idle_sandboxes(Pool(), flax, plan, jitted, 3) is None  # it would compile twice
+    numpy = {"preload": []}
+    assert idle_sandboxes(Pool(), numpy, plan, ast.parse("import numpy as np\n"), 5) is None
+    assert idle_sandboxes(Pool(), numpy, plan, ast.parse("import numpy as np\n"), 6) is not None
+
+
 @pytest.fixture(scope="module")
 def double_many(tmp_path_factory: pytest.TempPathFactory) -> Package:
     """The double fixture with eight tests (splitting starts at six)."""
