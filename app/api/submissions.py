@@ -31,10 +31,20 @@ SubmissionId = Annotated[int, Path(ge=1, le=MAX_ID, description="a submission's 
 KEEPALIVE_S = 15.0
 
 
-def _poll_s(ctx: Context) -> float:
-    """How often a waiting request looks at the database anyway: wake-ups from workers in
-    other processes only arrive through PostgreSQL's NOTIFY."""
-    return 5.0 if ctx.db.is_postgres else 0.5
+POLL_MAX_S = 5.0
+
+
+def _first_poll_s(ctx: Context) -> float:
+    """How long a waiting request sleeps before it looks at the database anyway, when nothing
+    woke it. Workers in this process wake it at once; those of other processes only through
+    PostgreSQL's NOTIFY, so on SQLite they are heard by polling: from every half second,
+    doubling while nothing happens (`_next_poll_s`), so that the requests waiting behind a long
+    queue do not each query the database twice a second for nothing."""
+    return POLL_MAX_S if ctx.db.is_postgres else 0.5
+
+
+def _next_poll_s(ctx: Context, step: float, woken: bool) -> float:
+    return _first_poll_s(ctx) if woken else min(step * 2, POLL_MAX_S)
 
 
 @router.post("/submissions", status_code=202, response_model=Queued,
@@ -68,13 +78,15 @@ def list_submissions(
 async def _wait_done(ctx: Context, user: UserView, sid: int, wait: float) -> None:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + min(wait, ctx.settings.max_wait_seconds)
+    step = _first_poll_s(ctx)
     with ctx.hub.subscribe(sid) as sub:
         while True:
             status = await run_in_threadpool(submissions.status_of, ctx, user, sid)
             remaining = deadline - loop.time()
             if status == "done" or remaining <= 0:
                 return
-            await sub.wait_async(min(remaining, _poll_s(ctx)))
+            woken = await sub.wait_async(min(remaining, step))
+            step = _next_poll_s(ctx, step, woken)
 
 
 @router.get("/submissions/{sid}", response_model=SubmissionOut,
@@ -104,6 +116,7 @@ async def submission_events(sid: SubmissionId, ctx: CtxDep,
         with ctx.hub.subscribe(sid) as sub:
             last = None
             idle = 0.0
+            step = _first_poll_s(ctx)
             while True:
                 view = await run_in_threadpool(submissions.get, ctx, user, sid)
                 key = (view["status"], len(view["judgements"]), view["attempts"],
@@ -114,14 +127,15 @@ async def submission_events(sid: SubmissionId, ctx: CtxDep,
                     yield f"event: status\ndata: {json.dumps(view)}\n\n"
                     if view["status"] == "done":
                         return
-                step = _poll_s(ctx)
-                if await sub.wait_async(step):
+                woken = await sub.wait_async(step)
+                if woken:
                     idle = 0.0
                 else:
                     idle += step
                     if idle >= KEEPALIVE_S:
                         idle = 0.0
                         yield ": keep-alive\n\n"
+                step = _next_poll_s(ctx, step, woken)
 
     return StreamingResponse(stream(), media_type="text/event-stream",
                              headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})

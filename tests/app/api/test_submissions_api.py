@@ -212,6 +212,35 @@ def test_long_poll_hears_a_worker_of_another_process(client, ctx, alice, workers
     assert time.monotonic() - t0 < 2
 
 
+def test_long_poll_hears_another_process_on_sqlite_by_polling(client, ctx, alice, workers,
+                                                               backend):
+    """SQLite has no NOTIFY: a worker elsewhere is heard by the waiting request's own looks."""
+    if backend != "sqlite":
+        pytest.skip("PostgreSQL's workers are heard through NOTIFY (the test above)")
+    from app.context import Context
+    from app.notify import Hub
+
+    elsewhere = Context(ctx.settings, ctx.db, Hub())  # shares no memory with the API
+    workers(1, judge_fn=FakeJudge("AC", delay=0.3), c=elsewhere)
+    sid = submit(client, alice).json()["id"]
+    s = client.get(f"/api/v1/submissions/{sid}?wait=20", headers=alice).json()
+    assert s["verdict"] == "AC"
+
+
+def test_a_long_wait_looks_at_the_database_less_and_less(client, alice, monkeypatch):
+    """Nothing wakes a request waiting behind the queue: its looks back off (0.5, 1, 2 s...),
+    rather than one every half second for the whole wait."""
+    from app.services import submissions
+
+    looks = []
+    real = submissions.status_of
+    monkeypatch.setattr(submissions, "status_of", lambda *a: looks.append(1) or real(*a))
+    sid = submit(client, alice).json()["id"]  # no worker: stays queued
+    r = client.get(f"/api/v1/submissions/{sid}?wait=4", headers=alice)
+    assert r.json()["status"] == "queued"
+    assert 2 <= len(looks) <= 6, len(looks)
+
+
 def test_long_poll_times_out(client, alice):
     sid = submit(client, alice).json()["id"]  # no worker: stays queued
     t0 = time.monotonic()
