@@ -262,9 +262,9 @@ def targets(fast: dict, naive: dict, burst_rate: float) -> list[str]:
     did not measure are left out)."""
     rows: list[tuple[str, str, bool]] = []
 
-    def p50(key: tuple[str, str, str], series: dict, attr: str = "wall_ms") -> float | None:
+    def p50(key: tuple[str, str, str], series: dict) -> float | None:
         s = series.get(key)
-        return s.pct(attr, 0.5) if s is not None and s.samples else None
+        return s.pct("wall_ms", 0.5) if s is not None and s.samples else None
 
     if (t := p50(("encoder-block", STATEMENT, "run"), fast)) is not None:
         rows.append(("Run, Flax encoder block: p50 at most 150 ms", f"{t:,.0f} ms", t <= 150))

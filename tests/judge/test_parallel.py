@@ -15,6 +15,7 @@ from judge.engine import judge, preload_for, sandbox_header
 from judge.package import Package, load_package
 from judge.parallel import _shifted, compiles_itself, cut, idle_sandboxes, merge
 from judge.sandbox import BwrapSandbox, SandboxPool
+from judge.sandbox.io_loop import RunPlan
 from judge.verdicts import JudgeResult, TestResult, Verdict
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "problems"
@@ -75,39 +76,30 @@ def test_frames_of_a_later_part_report_their_place_in_the_whole():
 ])
 def test_only_submissions_that_do_not_compile_their_own_code_are_cut(code, compiles):
     assert compiles_itself(ast.parse(code)) is compiles
-
-    class Pool:
-        asked = 0
-
-        def acquire_idle(self, header: dict, memory_bytes: int, count: int) -> list:
-            Pool.asked += 1
-            return ["a", "b"]
-
-    from judge.sandbox.io_loop import RunPlan
-
     plan = RunPlan(1000, 1 << 20, 1024, 1 << 14, [1] * 8)
-    got = idle_sandboxes(Pool(), {}, plan, ast.parse(code), 8)
+    got = idle_sandboxes(IdlePool(), {}, plan, ast.parse(code), 8)
     assert (got is None) is compiles
-    assert idle_sandboxes(Pool(), {}, plan, ast.parse(code), 3) is None  # too few tests
+    assert idle_sandboxes(IdlePool(), {}, plan, ast.parse(code), 3) is None  # too few tests
+
+
+class IdlePool:
+    """A pool that always has two prepared sandboxes idle."""
+
+    def acquire_idle(self, header: dict, memory_bytes: int, count: int) -> list:
+        return ["a", "b"]
 
 
 def test_eager_jax_is_cut_from_two_tests_others_from_six():
-    from judge.sandbox.io_loop import RunPlan
-
-    class Pool:
-        def acquire_idle(self, header: dict, memory_bytes: int, count: int) -> list:
-            return ["a", "b"]
-
     plan = RunPlan(1000, 1 << 20, 1024, 1 << 14, [1] * 3)
     flax = {"preload": ["flax.linen", "jax"]}
     eager = ast.parse("import flax.linen as nn\nm = nn.Dense(4)\n")
     jitted = ast.parse("import jax\nf = jax.jit(lambda x: x)\n")
-    assert idle_sandboxes(Pool(), flax, plan, eager, 2) == ["a", "b"]  # a Run's samples
-    assert idle_sandboxes(Pool(), flax, plan, eager, 1) is None
-    assert idle_sandboxes(Pool(), flax, plan, jitted, 3) is None  # it would compile twice
+    assert idle_sandboxes(IdlePool(), flax, plan, eager, 2) == ["a", "b"]  # a Run's samples
+    assert idle_sandboxes(IdlePool(), flax, plan, eager, 1) is None
+    assert idle_sandboxes(IdlePool(), flax, plan, jitted, 3) is None  # it would compile twice
     numpy = {"preload": []}
-    assert idle_sandboxes(Pool(), numpy, plan, ast.parse("import numpy as np\n"), 5) is None
-    assert idle_sandboxes(Pool(), numpy, plan, ast.parse("import numpy as np\n"), 6) is not None
+    assert idle_sandboxes(IdlePool(), numpy, plan, ast.parse("import numpy as np\n"), 5) is None
+    assert idle_sandboxes(IdlePool(), numpy, plan, ast.parse("import numpy as np\n"), 6) is not None
 
 
 @pytest.fixture(scope="module")
