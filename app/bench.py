@@ -8,6 +8,7 @@ no cache). Figures are printed as a table, with ratios, and written to a Markdow
 
 from __future__ import annotations
 
+import math
 import os
 import resource
 import socket
@@ -254,7 +255,7 @@ def burst(client: Client, case: Case, n: int,
 
 
 def _fmt(x: float) -> str:
-    return "-" if x != x else f"{x:,.0f}"
+    return "-" if math.isnan(x) else f"{x:,.0f}"
 
 
 def targets(fast: dict, naive: dict, burst_rate: float) -> list[str]:
@@ -285,7 +286,7 @@ def targets(fast: dict, naive: dict, burst_rate: float) -> list[str]:
         t = fast[worst].pct("overhead_ms", 0.5)
         rows.append(("Judge overhead: p50 at most 100 ms on every row",
                      f"{t:,.0f} ms at most ({worst[0]}, {worst[1]}, {worst[2]})", t <= 100))
-    if burst_rate == burst_rate:
+    if not math.isnan(burst_rate):
         rows.append(("Burst of Flax Submits, 2 workers: at least 1 per second",
                      f"{burst_rate:.2f}/s", burst_rate >= 1))
     if not rows:
@@ -306,9 +307,9 @@ def report(fast: dict, naive: dict, burst_s: float, burst_n: int, burst_cpu_s: f
         "the REST API of a real `serve` with 2 embedded workers. *Overhead* is that time minus "
         "the time spent inside the user's function (measured in the sandbox); *compile* is the "
         "JAX compilation inside the user's function that the warm-up could not foresee. "
-        "A Submit that does not compile its own code runs in two prepared sandboxes at once "
-        "when the worker is idle (the result's `parts`); its overhead subtracts the user's "
-        "time of the longer part.",
+        "A submission that does not compile its own code runs in two prepared sandboxes at "
+        "once when the worker is idle and it has enough tests (the result's `parts`); its "
+        "overhead subtracts the user's time of the longer part.",
         "",
         "| problem | solution | mode | p50 ms | p90 ms | overhead p50 | compile p50 | naive p50 "
         "| naive p90 | speed-up (p50) | verdicts |",
@@ -324,12 +325,13 @@ def report(fast: dict, naive: dict, burst_s: float, burst_n: int, burst_cpu_s: f
             f"{_fmt(s.pct('wall_ms', 0.9))} | {_fmt(s.pct('overhead_ms', 0.5))} | "
             f"{_fmt(s.pct('compile_ms', 0.5))} | {_fmt(bp50)} | "
             f"{_fmt(b.pct('wall_ms', 0.9) if b else float('nan'))} | "
-            f"{'-' if ratio != ratio else f'{ratio:.1f}x'} | {verdicts} |")
-    lines += targets(fast, naive, burst_n / burst_s if burst_s else float("nan"))
+            f"{'-' if math.isnan(ratio) else f'{ratio:.1f}x'} | {verdicts} |")
+    rate = burst_n / burst_s if burst_s else float("nan")
+    lines += targets(fast, naive, rate)
     lines += ["", "## Burst", "",
               f"{burst_n} Submit (all tests) submissions of the Flax encoder block posted at once "
               f"from 10 clients, 2 workers: drained in {burst_s:.1f} s, "
-              f"**{burst_n / burst_s:.2f} submissions/s**."]
+              f"**{rate:.2f} submissions/s**."]
     if burst_cpu_s:
         cores = os.cpu_count() or 1
         lines += ["", f"Machine CPU while it drained, less the benchmark's own clients: "

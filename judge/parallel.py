@@ -5,7 +5,7 @@ executed in each), is interpreted on its own, and the parts' test results are pu
 order under the single aggregation rule. A verdict does not depend on the cut: a part that
 ends early (time, memory) leaves its later tests unrun exactly as one sandbox would, and the
 worst verdict wins either way; the output limit holds for the parts' total. Only the latency
-changes: on an idle multi-core worker a Submit takes about 1/k of the time. Submissions that
+changes: on an idle multi-core worker a submission takes about 1/k of the time. Submissions that
 compile their own code are not cut (each part would compile it again).
 """
 
