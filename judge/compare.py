@@ -76,6 +76,15 @@ def _fmt_index(idx: tuple[int, ...] | list[int]) -> str:
     return "[" + ", ".join(str(i) for i in idx) + "]"
 
 
+@dataclass(frozen=True)
+class Hint:
+    """One reading of how a wrong output is wrong. `key` names the kind (judge/diagnosis.py
+    turns the kinds that say what to change into findings); `text` is the sentence."""
+
+    key: str  # non-finite | zeros | transposed | reordered | scaled | negated | positions
+    text: str
+
+
 def diagnose(
     got: np.ndarray,
     want: np.ndarray,
@@ -88,29 +97,38 @@ def diagnose(
     where = _fmt_index([int(i) for i in np.unravel_index(worst, shape)])
     head = f"{mismatches} of {n} values differ; worst at {where}: got {got[worst]:.6g}, " \
         f"want {want[worst]:.6g} (allowed {tol.atol + tol.rtol * abs(want[worst]):.2g})."
-    hints: list[str] = []
+    return " ".join([head, *(h.text for h in hints(got, want, shape, tol))])
+
+
+def hints(got: np.ndarray, want: np.ndarray, shape: tuple[int, ...],
+          tol: Tolerance) -> list[Hint]:
+    """What the figures say about a wrong output of the right size."""
+    got = np.asarray(got, dtype=np.float64).reshape(-1)
+    want = np.asarray(want, dtype=np.float64).reshape(-1)
+    out: list[Hint] = []
     nan, inf = int(np.isnan(got).sum()), int(np.isinf(got).sum())
     if nan or inf:
         parts = [f"{nan} NaN"] if nan else []
         parts += [f"{inf} infinite"] if inf else []
-        hints.append(
+        out.append(Hint(
+            "non-finite",
             f"The output has {' and '.join(parts)} values where the reference is finite: an "
             "overflow (e.g. exp in a softmax without subtracting the maximum) or a division "
             "by zero."
-        )
+        ))
     elif np.allclose(got, 0):
-        hints.append("The output is all zeros.")
+        out.append(Hint("zeros", "The output is all zeros."))
     else:
-        hints.extend(_shape_hints(got, want, shape, tol))
-        hints.extend(_scale_hints(got, want, tol))
+        out.extend(_shape_hints(got, want, shape, tol))
+        out.extend(_scale_hints(got, want, tol))
         rows = _bad_rows(got, want, shape, tol)
         if rows:
-            hints.append(rows)
-    return " ".join([head, *hints])
+            out.append(Hint("positions", rows))
+    return out
 
 
 def _shape_hints(got: np.ndarray, want: np.ndarray, shape: tuple[int, ...],
-                 tol: Tolerance) -> list[str]:
+                 tol: Tolerance) -> list[Hint]:
     if len(shape) < 2:
         return []
     w = want.reshape(shape)
@@ -118,23 +136,26 @@ def _shape_hints(got: np.ndarray, want: np.ndarray, shape: tuple[int, ...],
     last2 = axes[:-2] + [axes[-1], axes[-2]]
     t = np.transpose(w, last2).reshape(-1)
     if np.allclose(got, t, atol=tol.atol, rtol=tol.rtol):
-        return ["The values match the expected output with its last two axes swapped: the "
-                "output is transposed before flattening."]
+        return [Hint("transposed",
+                     "The values match the expected output with its last two axes swapped: "
+                     "the output is transposed before flattening.")]
     if np.allclose(np.sort(got), np.sort(want), atol=tol.atol, rtol=tol.rtol):
-        return ["The output holds the right values in the wrong order: check the order of "
-                "axes before flattening (e.g. heads merged in the wrong order)."]
+        return [Hint("reordered",
+                     "The output holds the right values in the wrong order: check the order "
+                     "of axes before flattening (e.g. heads merged in the wrong order).")]
     return []
 
 
-def _scale_hints(got: np.ndarray, want: np.ndarray, tol: Tolerance) -> list[str]:
+def _scale_hints(got: np.ndarray, want: np.ndarray, tol: Tolerance) -> list[Hint]:
     denom = float(np.dot(want, want))
     if denom == 0:
         return []
     k = float(np.dot(got, want)) / denom
     if abs(k - 1) > 1e-3 and np.allclose(got, k * want, atol=tol.atol, rtol=tol.rtol):
-        return [f"The output is the expected output times {k:.4g}: a scale factor is off."]
+        return [Hint("scaled",
+                     f"The output is the expected output times {k:.4g}: a scale factor is off.")]
     if np.allclose(-got, want, atol=tol.atol, rtol=tol.rtol):
-        return ["The output is the expected output with the sign flipped."]
+        return [Hint("negated", "The output is the expected output with the sign flipped.")]
     return []
 
 

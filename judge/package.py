@@ -77,6 +77,26 @@ class Manifest(BaseModel):
         return v
 
 
+class Mistake(BaseModel):
+    """What a packaged wrong answer gets wrong, in words a learner reads when their output
+    matches its output (judge/mistakes.py)."""
+
+    model_config = ConfigDict(extra="forbid")
+    title: str = Field(min_length=1, max_length=120, description="one line naming the mistake")
+    detail: str = Field(min_length=1, description="what is wrong and how to fix it")
+    statement: str = Field(min_length=1, description="where the statement warns about it")
+
+    @field_validator("title")
+    @classmethod
+    def _one_line(cls, v: str) -> str:
+        if "\n" in v or v != v.strip():
+            raise ValueError("one line, no surrounding spaces")
+        return v
+
+
+MISTAKES_FILE = "submissions/wrong_answer/mistakes.toml"
+
+
 @dataclass(frozen=True)
 class Defect:
     file: str
@@ -164,7 +184,23 @@ class Package:
         h.update(self.reference_source.encode())
         h.update(self.generator_path.read_bytes())
         h.update((self.warmup_source or "").encode())
+        # The known mistakes are what a wrong answer reads: their words and their code.
+        mistakes = self.path / MISTAKES_FILE
+        h.update(mistakes.read_bytes() if mistakes.is_file() else b"")
+        for f in self.wrong_answer_files():
+            h.update(f.name.encode() + b"\0" + f.read_bytes())
         return h.hexdigest()
+
+    def wrong_answer_files(self) -> list[Path]:
+        return sorted((self.path / "submissions" / VERDICT_FOLDERS[Verdict.WA]).glob("*.py"))
+
+    @cached_property
+    def mistakes(self) -> dict[str, Mistake]:
+        """The known mistakes by wrong-answer file name (checked by load_package)."""
+        found, defects = read_mistakes(self.path)
+        if defects:
+            raise PackageError(self.path, defects)
+        return found
 
     def submissions(self) -> list[Submission]:
         found: list[Submission] = []
@@ -257,6 +293,8 @@ def load_package(path: Path | str, *, check_generator: bool = True) -> Package:
         if starter is not None:
             _check_defines_source(starter, manifest.entry_point, "starter.py", defects)
 
+    defects.extend(read_mistakes(path)[1])
+
     if manifest is not None and gpath.is_file() and check_generator and not defects:
         _check_generator(gpath, manifest, defects)
 
@@ -264,6 +302,46 @@ def load_package(path: Path | str, *, check_generator: bool = True) -> Package:
         raise PackageError(path, defects)
     assert manifest is not None
     return Package(path, manifest, statement, starter, ref_path, gpath)
+
+
+def read_mistakes(path: Path) -> tuple[dict[str, Mistake], list[Defect]]:
+    """`submissions/wrong_answer/mistakes.toml`: one table per wrong-answer file, keyed by its
+    file name. Every packaged wrong answer needs one (a learner whose output matches it reads
+    it), and every table names a packaged file."""
+    files = sorted(f.name for f in (path / "submissions" / "wrong_answer").glob("*.py"))
+    mpath = path / MISTAKES_FILE
+    defects: list[Defect] = []
+    if not mpath.is_file():
+        if files:
+            defects.append(Defect(MISTAKES_FILE, "", f"missing: {len(files)} wrong answers "
+                                  "need a title and an explanation each"))
+        return {}, defects
+    try:
+        data = tomllib.loads(mpath.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        return {}, [Defect(MISTAKES_FILE, "", f"not valid TOML: {e}")]
+    found: dict[str, Mistake] = {}
+    for name, table in data.items():
+        if name not in files:
+            defects.append(Defect(MISTAKES_FILE, name, "no such file in submissions/wrong_answer"))
+            continue
+        if not isinstance(table, dict):
+            defects.append(Defect(MISTAKES_FILE, name, "must be a table (title, detail, "
+                                  "statement)"))
+            continue
+        try:
+            found[name] = Mistake.model_validate(table)
+        except ValidationError as e:
+            for err in e.errors():
+                defects.append(Defect(MISTAKES_FILE, f"{name}.{_loc(err['loc'])}", err["msg"]))
+    for name in files:
+        if name not in data:
+            defects.append(Defect(MISTAKES_FILE, name, "this wrong answer has no entry: give it "
+                                  "a title, a detail and a statement"))
+    titles = [m.title for m in found.values()]
+    for dup in sorted({t for t in titles if titles.count(t) > 1}):
+        defects.append(Defect(MISTAKES_FILE, "title", f"{dup!r} is used twice"))
+    return found, defects
 
 
 def _check_defines(file: Path, entry: str, label: str, defects: list[Defect]) -> None:

@@ -1,5 +1,9 @@
 """Runs a package's reference on its tests, in its own process (`python -m
-judge.reference_run`, a JSON request on stdin), and stores each flat float64 output."""
+judge.reference_run`, a JSON request on stdin), and stores each flat float64 output.
+
+An item may name another trusted file of the package (`module`, a packaged wrong answer: a
+known mistake). Such a file failing on a test is recorded (`<key>.failed`), not fatal: the
+mistake is then simply not known on that test."""
 
 from __future__ import annotations
 
@@ -39,8 +43,15 @@ def main() -> None:
     from judge.package import load_module, load_package
 
     package = load_package(request["package"], check_generator=False)
-    reference = load_module(package.reference_path, "tj_reference")
-    entry = getattr(reference, package.entry_point)
+    entries: dict[str | None, Any] = {}
+
+    def entry_of(module: str | None) -> Any:
+        if module not in entries:
+            path = package.reference_path if module is None else package.path / module
+            loaded = load_module(path, f"tj_trusted_{len(entries)}")
+            entries[module] = getattr(loaded, package.entry_point)
+        return entries[module]
+
     by_name = {t.name: t for t in package.tests}
     out_dir = Path(request["out_dir"])
     for item in request["tests"]:
@@ -48,11 +59,26 @@ def main() -> None:
         args = package.generator.generate(test.seed, **test.params)
         if float64:
             args = widen(args)
-        flat = to_float64(entry(**args))
+        module = item.get("module")
+        if module is None:
+            flat = to_float64(entry_of(None)(**args))
+        else:
+            try:
+                flat = to_float64(entry_of(module)(**args))
+            except Exception as e:  # noqa: BLE001 - a mistake may fail where it fails
+                _write(out_dir / f"{item['key']}.failed", f"{type(e).__name__}: {e}".encode())
+                continue
         fd, tmp = tempfile.mkstemp(dir=out_dir, suffix=".tmp")
         with os.fdopen(fd, "wb") as f:
             np.save(f, flat, allow_pickle=False)
         os.replace(tmp, out_dir / f"{item['key']}.npy")
+
+
+def _write(path: Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    os.replace(tmp, path)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,8 @@
 
 Every expected output is finite; the float32 reference stays within the tolerance of a
 float64 run (so the tolerance is not tighter than honest float32 arithmetic); the reference
-passes its own tests in the sandbox; every packaged submission gets its folder's verdict.
+passes its own tests in the sandbox; every packaged submission gets its folder's verdict; every
+wrong answer is named first by its own known mistake, and no accepted one gets a finding.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import numpy as np
 
 from judge.engine import Sandbox, judge
 from judge.expected import expected_outputs
+from judge.mistakes import bank
 from judge.package import Package, PackageError, load_package
 from judge.verdicts import JudgeResult, Verdict
 
@@ -86,6 +88,16 @@ def validate(
     note("float32 reference within tolerance of float64", margins[worst] < 1.0,
          f"worst {package.tests[worst].name}: {margins[worst]:.3g} of the tolerance")
 
+    try:
+        known = bank(package, package.tests)
+    except Exception as e:  # noqa: BLE001
+        note("known mistakes run", False, str(e))
+        return report
+    unknown = [f"{m.file} on {t.name}" for m in known
+               for t, out in zip(package.tests, m.outputs, strict=True) if out is None]
+    note("known mistakes run", not unknown, f"{len(known)} mistakes"
+         + (f"; failed: {', '.join(unknown[:5])}" if unknown else ""))
+
     from judge.engine import fill_compile_cache
 
     try:
@@ -107,12 +119,23 @@ def validate(
         for label, want, res in pool.map(run, jobs):
             detail = f"got {res.verdict.value} ({res.passed}/{len(res.tests)}), " \
                 f"{(res.wall_ms or 0) / 1000:.1f} s"
-            if res.verdict is not want:
+            ok = res.verdict is want
+            if not ok:
                 failing = next((t for t in res.tests if t.verdict not in (Verdict.AC, None)),
                                None)
                 why = (failing.message if failing else None) or res.message or ""
                 detail += f"; want {want.value}: {why[:300]}"
-            note(label, res.verdict is want, detail)
+            elif want is Verdict.WA:
+                # The bank proves itself: each wrong answer is named first by its own title.
+                own = package.mistakes[label.split("/", 1)[1]].title
+                first = res.diagnosis[0].title if res.diagnosis else None
+                ok = first == own
+                detail += f"; named: {first!r}" if ok else \
+                    f"; want it named {own!r} first, got {[f.title for f in res.diagnosis]}"
+            elif want is Verdict.AC and res.diagnosis:
+                ok = False
+                detail += f"; an accepted submission got findings: {res.diagnosis[0].title!r}"
+            note(label, ok, detail)
     return report
 
 

@@ -6,6 +6,10 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+import numpy as np
+
+from judge.findings import Finding
+
 
 class Verdict(StrEnum):
     AC = "AC"
@@ -106,6 +110,9 @@ class TestResult:
     # The |got - want| grid in the unflattened output shape (rows x features), kept small, for
     # the wrong-answer picture; None when there is nothing to draw.
     error_grid: list[list[float]] | None = None
+    # The submission's flat output as it came back, kept in memory only (never serialised):
+    # the diagnosis compares it with known mistakes' outputs after the run.
+    output: np.ndarray | None = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -137,6 +144,11 @@ class JudgeResult:
     wall_ms: float | None = None
     # Sandboxes the tests were cut across (judge/parallel.py): contiguous, near-equal parts.
     parts: int = 1
+    # What the mistake most likely is, most certain first (judge/diagnosis.py); never
+    # changes the verdict, empty when the judge does not know.
+    diagnosis: list[Finding] = field(default_factory=list)
+    # What judged it: problem_version, judge_version, libraries, sandbox (judge/engine.py).
+    environment: dict[str, Any] = field(default_factory=dict)
 
     @property
     def passed(self) -> int:
@@ -153,7 +165,13 @@ class JudgeResult:
             "startup_ms": None if self.startup_ms is None else round(self.startup_ms, 1),
             "wall_ms": None if self.wall_ms is None else round(self.wall_ms, 1),
             "parts": self.parts,
+            "diagnosis": [_clean_finding(f.to_dict()) for f in self.diagnosis],
+            "environment": self.environment,
         }
+
+
+def _clean_finding(d: dict[str, Any]) -> dict[str, Any]:
+    return {k: clean_text(v) if isinstance(v, str) else v for k, v in d.items()}
 
 
 def aggregate(

@@ -78,8 +78,47 @@ class SubmissionSummary(Open):
     score: dict[str, int] | None = None
 
 
+class FindingOut(Open):
+    """What a wrong submission most likely got wrong. Findings never change a verdict."""
+
+    kind: Literal["known-mistake", "parameters", "property", "numeric", "error"] = Field(
+        description="which mechanism found it: known-mistake (the output matches a packaged "
+        "wrong answer's), parameters (the Flax parameter tree differs from the reference's), "
+        "property (a property probe failed), numeric (overflow, NaN, a scale factor, a "
+        "transpose) or error (what a runtime error most likely means)")
+    title: str = Field(description="one line naming the mistake in plain words")
+    detail: str = Field(description="what to change, and where the statement warns about it")
+    tests: list[str] = Field(description="names of the tests it explains")
+
+
+class EnvironmentOut(Open):
+    """What judged a result, to reproduce it."""
+
+    # Optional only so that results recorded by other means (or before) still validate; the
+    # engine always fills all four.
+    problem_version: str | None = Field(None, description="content hash of the problem package")
+    judge_version: str | None = Field(None, description="version of the tensorjudge package")
+    libraries: dict[str, str] = Field(default_factory=dict,
+                                      description="versions of the numeric libraries")
+    sandbox: str | None = Field(None, description="the sandbox backend, e.g. bwrap or docker")
+
+
+class ResultOut(Open):
+    """The outcome of a judged submission (API.md: `result`)."""
+
+    verdict: Literal["AC", "WA", "TLE", "MLE", "RE", "CE", "OLE", "IE"]
+    score: dict[str, int]
+    message: str | None = None
+    tests: list[dict[str, Any]] = Field(default_factory=list)
+    diagnosis: list[FindingOut] = Field(
+        default_factory=list,
+        description="what the mistake most likely is, most certain first; [] when unknown")
+    environment: EnvironmentOut | None = Field(
+        None, description="what judged it (absent from results stored before it was recorded)")
+
+
 class SubmissionOut(SubmissionSummary):
-    result: dict[str, Any] | None
+    result: ResultOut | None
     code: str
 
 

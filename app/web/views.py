@@ -198,6 +198,29 @@ def pick_heatmap_test(result: dict[str, Any] | None, wanted: str | None
     return with_grid[0] if with_grid else None
 
 
+FINDING_KIND_WORDS = {
+    "known-mistake": "Known mistake",
+    "parameters": "Parameters",
+    "property": "Property",
+    "numeric": "Numbers",
+    "error": "Error",
+}
+
+
+def findings(result: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """The result's diagnosis as the "What went wrong" panel lists it (most certain first,
+    as stored)."""
+    out = []
+    for f in (result or {}).get("diagnosis") or []:
+        if not isinstance(f, dict) or not f.get("title"):
+            continue
+        kind = str(f.get("kind") or "")
+        out.append({"kind": kind, "kind_words": FINDING_KIND_WORDS.get(kind, kind),
+                    "title": str(f["title"]), "detail": str(f.get("detail") or ""),
+                    "tests": [str(t) for t in f.get("tests") or []]})
+    return out
+
+
 def result_context(view: dict[str, Any], pending: list[str], wanted: str | None = None
                    ) -> dict[str, Any]:
     """Everything `_result.html` shows of a submission (the dict of submissions.get)."""
@@ -222,6 +245,8 @@ def result_context(view: dict[str, Any], pending: list[str], wanted: str | None 
         "stdout": (result or {}).get("stdout") or "",
         "stderr": (result or {}).get("stderr") or "",
         "wall_ms": (result or {}).get("wall_ms"),
+        "diagnosis": findings(result),
+        "environment": (result or {}).get("environment") or None,
         "heatmap": hm,
         "heatmap_test": test,
         "multiple_grids": sum(1 for t in (result or {}).get("tests", [])
