@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import json
 import sys
+import textwrap
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from app.settings import get_settings
+
+if TYPE_CHECKING:
+    from judge.verdicts import JudgeResult
 
 cli = typer.Typer(add_completion=False, no_args_is_help=True, help="tensorjudge: an online "
                   "judge for machine-learning implementation problems.")
@@ -36,7 +40,9 @@ def _sandbox(pooled: bool = False):  # noqa: ANN202
     try:
         if pooled:
             return make_worker_sandbox(st)
-        return make_sandbox(st.sandbox, compile_cache=st.compile_cache, bwrap=st.bwrap)
+        return make_sandbox(st.sandbox, compile_cache=st.compile_cache, bwrap=st.bwrap,
+                            docker_host=st.docker_host, docker_image=st.docker_image,
+                            docker_cache_volume=st.docker_cache_volume)
     except SandboxUnavailable as e:
         _fail(str(e))
 
@@ -80,9 +86,25 @@ def judge_cmd(
     if as_json:
         typer.echo(json.dumps(result.to_dict(), indent=2))
     else:
-        typer.echo(result_table(result))
+        typer.echo(result_table(result) + _findings_text(result), nl=False)
     if result.verdict.value == "IE":
         raise typer.Exit(1)
+
+
+def _findings_text(result: JudgeResult) -> str:
+    """The "What went wrong" part of the human output: each finding, most certain first."""
+    if not result.diagnosis:
+        return ""
+    out = "\nWhat went wrong:\n"
+    for f in result.diagnosis:
+        tests = ", ".join(f.tests[:6]) + (f" and {len(f.tests) - 6} more" if len(f.tests) > 6
+                                          else "")
+        out += f"\n  [{f.kind}] {f.title}\n"
+        out += textwrap.fill(f.detail, width=92, initial_indent="    ",
+                             subsequent_indent="    ") + "\n"
+        if tests:
+            out += f"    tests: {tests}\n"
+    return out
 
 
 @problems_cli.command("list")
@@ -423,13 +445,16 @@ def bench_cmd(
     baseline_runs: Annotated[int, typer.Option(help="the same, for the naive judge")] = 10,
     burst: Annotated[int, typer.Option(help="submissions in the burst")] = 50,
     problem: Annotated[list[str] | None, typer.Option(help="only these problems")] = None,
+    docker: Annotated[bool, typer.Option(
+        help="also measure the docker sandbox backend (needs an engine and the images)")] = True,
 ) -> None:
     """Time POST-to-verdict through real servers: the judge as configured against a naive
-    judge (fresh sandbox per submission, no pool, no cache); print and write the table."""
+    judge (fresh sandbox per submission, no pool, no cache), and the same judge with the
+    docker backend; print and write the table."""
     from app.bench import run_bench
 
     text = run_bench(out, runs, baseline_runs, burst, problem,
-                     progress=lambda m: typer.echo(m, err=True))
+                     progress=lambda m: typer.echo(m, err=True), with_docker=docker)
     typer.echo(text)
     typer.echo(f"written to {out}", err=True)
 

@@ -9,7 +9,7 @@ from functools import lru_cache
 from pathlib import Path
 
 import platformdirs
-from pydantic import Field
+from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -23,7 +23,13 @@ class Settings(BaseSettings):
     cache_dir: Path = Path(platformdirs.user_cache_dir("tensorjudge"))
     database_url: str = ""
     secret_key: str = ""
+    # `bwrap` (bubblewrap on this host) or `docker` (a container per submission).
     sandbox: str = "bwrap"
+    # The docker kind: the engine (empty: DOCKER_HOST, or the default socket) and the
+    # sandbox image (`./dev images` builds it).
+    docker_host: str = ""
+    docker_image: str = "tensorjudge-sandbox:latest"
+    docker_cache_volume: str = ""  # the compilation cache's volume (empty: named after the image)
     # The bubblewrap binary: a name looked up on PATH or a path. Workers check it at start-up.
     bwrap: str = "bwrap"
     problems_dir: Path = REPO_ROOT / "problems"
@@ -76,6 +82,15 @@ class Settings(BaseSettings):
     @property
     def package_cache_dir(self) -> Path:
         return self.cache_dir / "packages"
+
+    @field_validator("secret_key")
+    @classmethod
+    def _no_placeholder(cls, v: str) -> str:
+        # .env.example's placeholder must never sign a real session.
+        if v.strip().upper() in {"CHANGE-ME", "CHANGEME", "CHANGE_ME"}:
+            raise ValueError("TENSORJUDGE_SECRET_KEY is the example's placeholder: set a "
+                             "long random value (./dev images writes one into .env)")
+        return v
 
     def effective_secret_key(self) -> str:
         """The configured key, or one generated once and kept in the data directory (fine for

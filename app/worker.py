@@ -34,7 +34,9 @@ def make_worker_sandbox(settings: Any) -> Any:
                         pool_max_idle_mb=settings.pool_max_idle_mb,
                         pool_split=settings.pool_split,
                         compile_cache=settings.compile_cache, bwrap=settings.bwrap,
-                        fork_server=settings.fork_server)
+                        fork_server=settings.fork_server, docker_host=settings.docker_host,
+                        docker_image=settings.docker_image,
+                        docker_cache_volume=settings.docker_cache_volume)
 
 
 def _default_judge() -> JudgeFn:
@@ -244,7 +246,6 @@ class WorkerPool:
         """Fill the compilation cache for every current problem, then keep prepared
         sandboxes ready for them; the most expensive to prepare are declared last, so first."""
         from judge.engine import pool_headers
-        from judge.sandbox import xla_cache
 
         try:
             packages = problems.current_packages(self.ctx)
@@ -253,17 +254,31 @@ class WorkerPool:
             return
         pool = self.sandbox
         for package in packages:
+            self._compute_mistakes(package)
             memory = package.manifest.limits.memory_mb << 20
             for header in pool_headers(package):
                 if self.stopping.is_set():
                     return
                 try:
-                    xla_cache.fill(pool.sandbox, header, memory)
+                    pool.sandbox.fill_compile_cache(header, memory)
                 except Exception as e:  # noqa: BLE001
                     log.warning("compilation cache not filled",
                                 extra={"problem": package.slug, "error": str(e)})
                 pool.prewarm(header, memory)
         log.info("sandboxes prepared", extra={"problems": len(packages)})
+
+    def _compute_mistakes(self, package: Any) -> None:
+        """The outputs of the package's known mistakes, computed (trusted, like the
+        reference's) before a wrong answer needs them rather than on its path to a verdict."""
+        from judge.mistakes import bank
+
+        if self.stopping.is_set():
+            return
+        try:
+            bank(package, package.tests)
+        except Exception as e:  # noqa: BLE001 - the first diagnosis computes it instead
+            log.warning("known mistakes not computed",
+                        extra={"problem": package.slug, "error": str(e)})
 
     def _heartbeat(self) -> None:
         while not self.stopping.wait(self.ctx.settings.heartbeat_seconds):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import json
+import logging
 import signal
 import threading
 import time
@@ -14,13 +15,16 @@ import traceback
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from functools import cache
+from importlib import metadata
+from typing import Any, Protocol
 
 import numpy as np
 
 from judge import pysource, wire
 from judge.compare import Tolerance, compare
-from judge.expected import expected_outputs
+from judge.diagnosis import Case, diagnose
+from judge.expected import expected_outputs, library_versions
 from judge.package import Package, TestSpec
 from judge.parallel import idle_sandboxes, judge_in_parts
 from judge.sandbox.io_loop import RawRun, RunPlan
@@ -35,6 +39,7 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     "torch": ("torch",),
 }
 OLE_FACTOR = 16
+log = logging.getLogger(__name__)
 
 
 class Sandbox(Protocol):
@@ -147,14 +152,12 @@ def pool_headers(package: Package) -> list[dict]:
 def fill_compile_cache(package: Package, sandbox: object) -> None:
     """Fill the judge's JAX compilation cache for this problem's warm-ups (once per version;
     a no-op without a cache or for problems without JAX)."""
-    from judge.sandbox import xla_cache
-    from judge.sandbox.bwrap import BwrapSandbox
-
     inner = getattr(sandbox, "sandbox", sandbox)
-    if not isinstance(inner, BwrapSandbox) or inner.xla_cache_dir is None:
+    fill = getattr(inner, "fill_compile_cache", None)
+    if fill is None:
         return
     for header in pool_headers(package):
-        xla_cache.fill(inner, header, package.manifest.limits.memory_mb << 20)
+        fill(header, package.manifest.limits.memory_mb << 20)
 
 
 def sandbox_header(package: Package, code: str, preload: list[str]) -> dict:
@@ -191,7 +194,51 @@ def judge(
     `on_test(index, result)` hears of each test as soon as it is compared (live progress);
     the returned result is the authority. `split`: a pool may judge a Submit in two idle
     sandboxes at once (the caller says no when other submissions are waiting: the second
-    sandbox would be taken from them)."""
+    sandbox would be taken from them). A result that is not AC carries its diagnosis; every
+    result says what judged it (`environment`)."""
+    t0 = time.monotonic()
+    result = _judge(package, code, sandbox, samples_only=samples_only, on_test=on_test,
+                    split=split)
+    result.environment = environment(package, sandbox)
+    if result.verdict not in (Verdict.AC, Verdict.CE, Verdict.IE):
+        try:
+            prepared = prepare(package, samples_only)
+            tol = Tolerance(package.manifest.tolerance.atol, package.manifest.tolerance.rtol)
+            result.diagnosis = diagnose(Case(package, prepared.tests, prepared.expected,
+                                             prepared.shapes, result, tol, sandbox, code))
+        except Exception:  # noqa: BLE001 - a diagnosis never turns a verdict into an error
+            log.exception("diagnosing a submission to %s failed", package.slug)
+        result.wall_ms = (time.monotonic() - t0) * 1000.0
+    return result
+
+
+def environment(package: Package, sandbox: object) -> dict[str, Any]:
+    """What judged a submission, for reproducing its verdict."""
+    return {
+        "problem_version": package.content_hash,
+        "judge_version": judge_version(),
+        "libraries": dict(library_versions()),
+        "sandbox": str(getattr(sandbox, "kind", "bwrap")),
+    }
+
+
+@cache
+def judge_version() -> str:
+    try:
+        return metadata.version("tensorjudge")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def _judge(
+    package: Package,
+    code: str,
+    sandbox: Sandbox,
+    *,
+    samples_only: bool,
+    on_test: Callable[[int, TestResult], None] | None,
+    split: bool,
+) -> JudgeResult:
     t0 = time.monotonic()
     try:
         prepared = prepare(package, samples_only)
@@ -355,6 +402,7 @@ def test_from_frame(frame: wire.Frame, i: int, prepared: PreparedTests,
             return TestResult(name, Verdict.RE, time_ms=time_ms, message=str(e))
         t = compare(name, got, prepared.expected[i], prepared.shapes[i], tol, time_ms)
         t.compile_ms = _float(frame.header.get("compile_ms"))
+        t.output = got  # for the diagnosis, after the run
         return t
     if frame.ev == "error":
         tb = str(frame.header.get("message", ""))

@@ -102,7 +102,20 @@ def archive_hash(archive: bytes) -> str:
 
 def _extract(archive: bytes, dest: Path) -> None:
     with tarfile.open(fileobj=io.BytesIO(archive), mode="r:gz") as tar:
-        tar.extractall(dest, filter="data")
+        if hasattr(tarfile, "data_filter"):
+            tar.extractall(dest, filter="data")
+            return
+        # Pythons before 3.11.4 (Debian 12's 3.11.2) have no extraction filters. Archives are
+        # made by pack(): plain files and folders under one relative root, nothing else.
+        for member in tar.getmembers():
+            parts = Path(member.name).parts
+            if (not (member.isfile() or member.isdir()) or Path(member.name).is_absolute()
+                    or ".." in parts or not parts):
+                raise ValueError(f"refusing archive member {member.name!r}")
+            member.mode = 0o755 if member.isdir() else 0o644
+            member.uid = member.gid = 0
+            member.uname = member.gname = ""
+        tar.extractall(dest)
 
 
 @dataclass
@@ -227,7 +240,10 @@ def sandbox_validator(ctx: Context, progress: Callable[[Any], None] | None = Non
         from judge.sandbox import make_sandbox
         from judge.validate import validate
 
-        sandbox = make_sandbox(ctx.settings.sandbox, bwrap=ctx.settings.bwrap)
+        st = ctx.settings
+        sandbox = make_sandbox(st.sandbox, bwrap=st.bwrap, docker_host=st.docker_host,
+                               docker_image=st.docker_image,
+                               docker_cache_volume=st.docker_cache_volume)
         report = validate(package.path, sandbox, progress=progress)
         return [f"{c.what}: {c.detail}" for c in report.checks if not c.ok] or (
             [] if report.ok else ["validation ran no check"])

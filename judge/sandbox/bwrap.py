@@ -12,7 +12,6 @@ from __future__ import annotations
 import collections
 import itertools
 import os
-import select
 import shlex
 import shutil
 import site
@@ -26,25 +25,28 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from judge import wire
+from judge.sandbox import base
+from judge.sandbox.base import (
+    RUNNER_SOURCE,
+    XLA_CACHE_IN_SANDBOX,
+    SandboxUnavailable,
+    host_env,
+    sandbox_env,
+)
 from judge.sandbox.cgroups import Cgroup, CgroupManager
-from judge.sandbox.forkserver import CHANNEL_FD, ForkServers
+from judge.sandbox.forkserver import CHANNEL_FD, ForkServers, ZygoteLaunch, options_pipe
 from judge.sandbox.io_loop import RawRun, RunPlan, pump
 from judge.sandbox.spawned import Process, Spawned
 
+__all__ = ["BwrapConfig", "BwrapSandbox", "SandboxUnavailable", "python_runtime"]
+
 SITE_IN_SANDBOX = "/opt/tensorjudge/site-packages"
-XLA_CACHE_IN_SANDBOX = "/opt/tensorjudge/xla-cache"
-RUNNER_SOURCE = (Path(__file__).with_name("runner.py")).read_text(encoding="utf-8")
 _uid_counter = itertools.count()
 UIDS_PER_PROCESS = 256
 PID_SPACE = 1 << 22  # Linux's largest pid_max
 # Tears down sandboxes whose job is over, off the path to the verdict.
 _reaper = ThreadPoolExecutor(max_workers=2, thread_name_prefix="tj-sandbox-reaper")
 _uid_lock = threading.Lock()
-
-
-
-class SandboxUnavailable(RuntimeError):
-    """The host cannot run the sandbox at all: a start-up error, not a verdict."""
 
 
 @dataclass
@@ -74,6 +76,8 @@ def python_runtime() -> tuple[Path, list[Path]]:
 
 
 class BwrapSandbox:
+    kind = "bwrap"
+
     def __init__(self, config: BwrapConfig | None = None):
         self.config = config or BwrapConfig()
         name = self.config.bwrap
@@ -106,7 +110,11 @@ class BwrapSandbox:
         self.fork_servers: ForkServers | None = None
         if (self.config.fork_server and self.is_root and self.cgroups is not None
                 and self.cgroups.available):
-            self.fork_servers = ForkServers(self)
+            self.fork_servers = ForkServers(ZygoteLaunch(
+                bwrap_path=path, exe=str(self.exe), layout=self.layout_args,
+                site_dirs=[dst for _, dst in self.site_binds()],
+                cgroup_parents=self.cgroups.parents(), tmpfs_bytes=self.config.tmpfs_bytes,
+                runner_source=RUNNER_SOURCE))
 
     def close(self) -> None:
         """Ends the fork servers; sandboxes already started are not affected."""
@@ -173,14 +181,15 @@ class BwrapSandbox:
         a += ["--size", str(self.config.tmpfs_bytes), "--tmpfs", "/tmp", "--chdir", "/tmp"]
         return a
 
-    @staticmethod
-    def args_pipe(options: list[str]) -> int:
-        """The read end of a pipe holding bubblewrap's options, for `--args FD` (~1 KB: fits
-        the pipe buffer, no reader needed)."""
-        args_r, args_w = os.pipe()
-        with os.fdopen(args_w, "wb") as f:
-            f.write(b"\0".join(a.encode() for a in options) + b"\0")
-        return args_r
+    def fill_compile_cache(self, header: dict, memory_bytes: int) -> bool:
+        """The judge's compilation cache holds `header`'s warm-up (filled now if need be)."""
+        from judge.sandbox import xla_cache  # it names no backend, but reads the pool's keys
+
+        return xla_cache.fill(self, header, memory_bytes)
+
+    def shared_memory_bytes(self) -> int:
+        """Memory the sandboxes share: the fork servers' own."""
+        return self.fork_servers.memory_bytes() if self.fork_servers is not None else 0
 
     def command(self, cgroup: Cgroup | None, uid: int, args_fd: int) -> list[str]:
         inner = [self.bwrap_path, "--args", str(args_fd), "--",
@@ -196,8 +205,8 @@ class BwrapSandbox:
         joins = "; ".join(f"echo $$ > {shlex.quote(str(f))}" for f in cgroup.procs_files)
         return ["/bin/sh", "-c", f"set -e; {joins}; exec \"$@\"", "tensorjudge-sandbox"] + inner
 
-    def spawn(self, prepare: dict, memory_bytes: int, *, cache_writable: bool = False,
-              uid: int | None = None, background: bool = False) -> Spawned:
+    def spawn(self, prepare: dict, memory_bytes: int, *, background: bool = False,
+              cache_writable: bool = False, uid: int | None = None) -> Spawned:
         """Start a sandbox and send it the judge-owned preparation (imports, warm-up). It then
         waits, locked only by its namespaces, for the one job it will ever run.
 
@@ -207,12 +216,9 @@ class BwrapSandbox:
         if self.cgroups is not None and self.cgroups.available:
             cgroup = self.cgroups.create(memory_bytes, self.config.max_pids)
         uid = self._uid() if uid is None else uid
-        full = {
-            "site_dirs": [dst for _, dst in self.site_binds()],
-            "jax_cache_dir": XLA_CACHE_IN_SANDBOX if self.xla_cache_dir else None,
-            "preload": list(prepare.get("preload", [])),
-            "warmup": prepare.get("warmup"),
-        }
+        full = base.prepare_message(
+            prepare, [dst for _, dst in self.site_binds()],
+            XLA_CACHE_IN_SANDBOX if self.xla_cache_dir else None, CHANNEL_FD)
         background = background and self.is_root and cgroup is not None
         if background:
             assert cgroup is not None
@@ -223,7 +229,6 @@ class BwrapSandbox:
         if forked is not None:
             proc: Process = forked[0]
             chan_r = forked[1]
-            full["channel_fd"] = CHANNEL_FD
         else:
             proc, chan_r = self._start(cgroup, uid, full, cache_writable, background)
         sp = Spawned(proc, chan_r, cgroup, uid, time.monotonic(), niced=background)
@@ -239,7 +244,7 @@ class BwrapSandbox:
                background: bool) -> tuple[subprocess.Popen, int]:
         """A sandbox started by bubblewrap, importing everything itself."""
         chan_r, chan_w = os.pipe()
-        args_r = self.args_pipe(self.bwrap_args(uid if self.is_root else None, cache_writable))
+        args_r = options_pipe(self.bwrap_args(uid if self.is_root else None, cache_writable))
         full["channel_fd"] = chan_w
         try:
             cmd = self.command(cgroup, uid, args_r)
@@ -267,31 +272,12 @@ class BwrapSandbox:
         return proc, chan_r
 
     def wait_warm(self, sp: Spawned, timeout_s: float) -> bool:
-        """Block until the sandbox reports its preparation done; False if it died or took
-        longer than the timeout (then it is useless and should be discarded)."""
-        deadline = time.monotonic() + timeout_s
-        while sp.reader.error is None and not any(f.ev == "warm" for f in sp.reader.frames):
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return False
-            ready, _, _ = select.select([sp.chan_r], [], [], left)
-            if ready:
-                data = os.read(sp.chan_r, 1 << 16)
-                if not data:
-                    return False
-                sp.reader.feed(data)
-        sp.warm_ms = (time.monotonic() - sp.t_spawn) * 1000.0
-        return sp.reader.error is None
+        return base.wait_warm(sp, timeout_s)
 
     def execute(self, sp: Spawned, header: dict, tests_args: list[dict], plan: RunPlan) -> RawRun:
         """Send the job to a spawned sandbox, watch it, then destroy the sandbox."""
-        job = {
-            "code": header["code"],
-            "entry": header["entry"],
-            "expected_sizes": plan.expected_sizes,
-            "seccomp": self.config.seccomp,
-            "rlimits": self.rlimits(plan),
-        }
+        job = base.job_message(header, plan, seccomp=self.config.seccomp,
+                               rlimits=self.rlimits(plan))
         cgroup = sp.cgroup
         sp.foreground()
         if cgroup is not None:
@@ -324,33 +310,4 @@ class BwrapSandbox:
         return self.execute(sp, header, tests_args, plan)
 
     def rlimits(self, plan: RunPlan) -> dict:
-        cg = self.cgroups is not None and self.cgroups.available
-        return {
-            "cpu_s": plan.cpu_seconds,
-            "fsize": 16 << 20,
-            "nofile": 256,
-            "nproc": 0 if cg else 512,
-            # Without a memory cgroup, address space is the only brake (JAX reserves a lot
-            # of it, so allow generous headroom).
-            "as_bytes": 0 if cg else plan.memory_bytes * 3,
-        }
-
-
-def sandbox_env() -> dict[str, str]:
-    return {
-        "HOME": "/tmp",
-        "LANG": "C.UTF-8",
-        "PATH": "/usr/bin:/bin",
-        "PYTHONDONTWRITEBYTECODE": "1",
-        "JAX_PLATFORMS": "cpu",
-        "TF_CPP_MIN_LOG_LEVEL": "2",
-        "OMP_NUM_THREADS": "1",
-        "MKL_NUM_THREADS": "1",
-        "OPENBLAS_NUM_THREADS": "1",
-    }
-
-
-def host_env() -> dict[str, str]:
-    """bubblewrap's own processes keep their environment readable in /proc inside the
-    sandbox, so they start with nothing of the judge's."""
-    return {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"}
+        return base.rlimits(plan, self.cgroups is not None and self.cgroups.available)

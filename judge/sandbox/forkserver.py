@@ -17,13 +17,13 @@ import socket
 import subprocess
 import threading
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, Any
 
+from judge.sandbox.base import host_env
 from judge.sandbox.cgroups import Cgroup
-
-if TYPE_CHECKING:
-    from judge.sandbox.bwrap import BwrapSandbox
 
 ZYGOTE_SOURCE = (Path(__file__).with_name("zygote.py")).read_text(encoding="utf-8")
 CHANNEL_FD = 3  # where the zygote puts a sandbox's result channel
@@ -195,14 +195,36 @@ class ForkServer:
             self.proc.stderr.close()
 
 
+def options_pipe(options: list[str]) -> int:
+    """The read end of a pipe holding bubblewrap's options, for `--args FD` (~1 KB: fits the
+    pipe buffer, no reader needed)."""
+    args_r, args_w = os.pipe()
+    with os.fdopen(args_w, "wb") as f:
+        f.write(b"\0".join(a.encode() for a in options) + b"\0")
+    return args_r
+
+
+@dataclass(frozen=True)
+class ZygoteLaunch:
+    """What starting a zygote takes of the bubblewrap sandbox it serves."""
+
+    bwrap_path: str
+    exe: str
+    layout: Callable[[], list[str]]  # the sandbox's files and environment, as bwrap options
+    site_dirs: list[str]
+    cgroup_parents: list[Path]
+    tmpfs_bytes: int
+    runner_source: str
+
+
 class ForkServers:
     """A sandbox host's zygotes, one per set of libraries imported ahead, started on first
     use. Any failure means None: the caller starts that sandbox with bubblewrap."""
 
     RETRY_AFTER_S = 60.0
 
-    def __init__(self, sandbox: BwrapSandbox):
-        self.sandbox = sandbox
+    def __init__(self, launch: ZygoteLaunch):
+        self.launch = launch
         self._servers: dict[tuple[str, ...], ForkServer] = {}
         self._lock = threading.Lock()
         self._broken_until = 0.0
@@ -213,9 +235,8 @@ class ForkServers:
         """The zygote's bubblewrap: root without a user namespace (its children take their
         own uids and namespaces), the sandbox's layout, the cgroup folders writable."""
         a = ["--unshare-ipc", "--unshare-net", "--unshare-uts", "--new-session",
-             "--cap-add", "ALL"] + self.sandbox.layout_args()
-        assert self.sandbox.cgroups is not None
-        for d in self.sandbox.cgroups.parents():
+             "--cap-add", "ALL"] + self.launch.layout()
+        for d in self.launch.cgroup_parents:
             a += ["--bind", str(d), str(d)]
         return a
 
@@ -229,13 +250,11 @@ class ForkServers:
                 del self._servers[preload]
             if time.monotonic() < self._broken_until:
                 return None
-            from judge.sandbox.bwrap import RUNNER_SOURCE, host_env
-
-            sb = self.sandbox
-            config = {"site_dirs": [dst for _, dst in sb.site_binds()], "preload": list(preload),
-                      "runner_source": RUNNER_SOURCE}
+            launch = self.launch
+            config = {"site_dirs": launch.site_dirs, "preload": list(preload),
+                      "runner_source": launch.runner_source}
             try:
-                server = ForkServer(sb.bwrap_path, sb.args_pipe(self._args()), str(sb.exe),
+                server = ForkServer(launch.bwrap_path, options_pipe(self._args()), launch.exe,
                                     config, host_env())
             except ForkServerError as e:
                 log.warning("no fork server, sandboxes start with bubblewrap: %s", e)
@@ -250,10 +269,9 @@ class ForkServers:
         if server is None:
             self.fallbacks += 1
             return None
-        assert self.sandbox.cgroups is not None
-        unmount = ["/proc", "/tmp"] + [str(d) for d in self.sandbox.cgroups.parents()]
+        unmount = ["/proc", "/tmp"] + [str(d) for d in self.launch.cgroup_parents]
         try:
-            forked = server.fork(uid, cgroup, self.sandbox.config.tmpfs_bytes, unmount,
+            forked = server.fork(uid, cgroup, self.launch.tmpfs_bytes, unmount,
                                  background)
         except ForkServerError as e:
             log.warning("fork server failed, starting with bubblewrap: %s", e)

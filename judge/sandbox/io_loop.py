@@ -14,9 +14,23 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import IO, Protocol
 
-from judge.sandbox.forkserver import ForkedProcess
 from judge.wire import Frame, FrameReader
+
+
+class SandboxProcess(Protocol):
+    """A sandbox's first process as the loop sees it, whoever started it: a Popen, or a
+    stand-in with the same face (forked by a zygote, running in a container) whose `wait`
+    also fills `cpu_s` where it can."""
+
+    stdin: IO[bytes] | None
+    stdout: IO[bytes] | None
+    stderr: IO[bytes] | None
+    returncode: int | None
+
+    def poll(self) -> int | None: ...
+    def wait(self, timeout: float | None = None) -> int: ...
 
 
 class OutputTally:
@@ -94,16 +108,16 @@ class RawRun:
         return self.first("done") is not None
 
 
-def reap(proc: subprocess.Popen | ForkedProcess, timeout: float, raw: RawRun) -> int | None:
+def reap(proc: SandboxProcess, timeout: float, raw: RawRun) -> int | None:
     """Wait for the sandbox's first process, keeping its tree's CPU time (wait4's rusage)."""
     if proc.returncode is not None:
         return proc.returncode
-    if isinstance(proc, ForkedProcess):
+    if not isinstance(proc, subprocess.Popen):
         try:
             raw.returncode = proc.wait(timeout)
         except subprocess.TimeoutExpired:
             return None
-        raw.cpu_s = proc.cpu_s
+        raw.cpu_s = getattr(proc, "cpu_s", None)
         return raw.returncode
     end = time.monotonic() + timeout
     while True:
@@ -121,7 +135,7 @@ def reap(proc: subprocess.Popen | ForkedProcess, timeout: float, raw: RawRun) ->
         time.sleep(0.002)
 
 
-def _writer(proc: subprocess.Popen | ForkedProcess, job: bytes) -> None:
+def _writer(proc: SandboxProcess, job: bytes) -> None:
     try:
         assert proc.stdin is not None
         proc.stdin.write(job)
@@ -131,7 +145,7 @@ def _writer(proc: subprocess.Popen | ForkedProcess, job: bytes) -> None:
 
 
 def pump(
-    proc: subprocess.Popen | ForkedProcess,
+    proc: SandboxProcess,
     chan_r: int,
     job: bytes,
     plan: RunPlan,

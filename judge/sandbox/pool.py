@@ -22,9 +22,8 @@ from collections import OrderedDict, deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from judge.sandbox.bwrap import BwrapSandbox
+from judge.sandbox.base import Backend, Started
 from judge.sandbox.io_loop import RawRun, RunPlan
-from judge.sandbox.spawned import Spawned
 
 log = logging.getLogger("tensorjudge.pool")
 
@@ -39,7 +38,7 @@ def pool_key(header: dict) -> str:
 class _Slot:
     prepare: dict
     memory_bytes: int
-    ready: deque[Spawned] = field(default_factory=deque)
+    ready: deque[Started] = field(default_factory=deque)
     spawning: int = 0
     last_demand: float = 0.0
     demand: int = 0
@@ -61,7 +60,7 @@ class PoolStats:
 class SandboxPool:
     def __init__(
         self,
-        sandbox: BwrapSandbox,
+        sandbox: Backend,
         *,
         per_key: int = 2,
         max_idle: int = 6,
@@ -86,12 +85,16 @@ class SandboxPool:
                                             thread_name_prefix="tj-pool-spawn")
         self._closed = False
 
+    @property
+    def kind(self) -> str:
+        return self.sandbox.kind
+
     # The Sandbox protocol of the engine.
     def run(self, header: dict, tests_args: list[dict], plan: RunPlan) -> RawRun:
         sp = self.acquire(header, plan.memory_bytes)
         return self.execute(sp, header, tests_args, plan)
 
-    def execute(self, sp: Spawned, header: dict, tests_args: list[dict],
+    def execute(self, sp: Started, header: dict, tests_args: list[dict],
                 plan: RunPlan) -> RawRun:
         with self._lock:
             self._active += 1
@@ -102,7 +105,7 @@ class SandboxPool:
                 self._active -= 1
                 self._lock.notify_all()
 
-    def acquire_idle(self, header: dict, memory_bytes: int, count: int) -> list[Spawned] | None:
+    def acquire_idle(self, header: dict, memory_bytes: int, count: int) -> list[Started] | None:
         """`count` prepared sandboxes for one submission's parts (judge/parallel.py), only
         when they are ready now and no other job of this pool is running: a spare core is
         then idle. Under load this says None and each job keeps to one sandbox."""
@@ -134,7 +137,7 @@ class SandboxPool:
             slot.last_demand = time.monotonic()
         self._refill()
 
-    def acquire(self, header: dict, memory_bytes: int) -> Spawned:
+    def acquire(self, header: dict, memory_bytes: int) -> Started:
         key = pool_key(header)
         deadline = time.monotonic() + self.prepare_timeout_s
         with self._lock:
@@ -235,14 +238,14 @@ class SandboxPool:
         self._spawners.submit(self._spawn_one, key, slot)
 
     def _spawn_one(self, key: str, slot: _Slot) -> None:
-        sp: Spawned | None = None
+        sp: Started | None = None
         try:
             sp = self.sandbox.spawn(slot.prepare, slot.memory_bytes, background=True)
             ok = self.sandbox.wait_warm(sp, self.prepare_timeout_s)
         except Exception:  # noqa: BLE001 - a failed spawn must not kill the spawner
             log.exception("spawning a sandbox failed")
             ok = False
-        used = sp.cgroup.usage_bytes() if ok and sp is not None and sp.cgroup else None
+        used = sp.memory_bytes() if ok and sp is not None else None
         with self._lock:
             slot.spawning -= 1
             if used:
@@ -261,18 +264,16 @@ class SandboxPool:
         with self._lock:
             return sum(s.spawning for s in self._slots.values())
 
-    def idle(self) -> list[Spawned]:
+    def idle(self) -> list[Started]:
         with self._lock:
             return [sp for s in self._slots.values() for sp in s.ready]
 
     def idle_memory_bytes(self) -> int:
-        """Memory charged to the idle sandboxes' cgroups (None-safe: 0 without cgroups), plus
-        the fork servers' own memory, which their sandboxes share."""
-        servers = self.sandbox.fork_servers
-        total = servers.memory_bytes() if servers is not None else 0
+        """Memory charged to the idle sandboxes (0 for those whose backend cannot say), plus
+        what they share (the fork servers' own memory), counted once."""
+        total = self.sandbox.shared_memory_bytes()
         for sp in self.idle():
-            if sp.cgroup is not None:
-                total += sp.cgroup.usage_bytes() or 0
+            total += sp.memory_bytes() or 0
         return total
 
     def wait_ready(self, count: int, timeout_s: float) -> bool:

@@ -51,6 +51,10 @@ class Spawned:
     def alive(self) -> bool:
         return self.proc.poll() is None and self.reader.error is None
 
+    def memory_bytes(self) -> int | None:
+        """Memory charged to the sandbox now (None without a memory cgroup)."""
+        return self.cgroup.usage_bytes() if self.cgroup is not None else None
+
     def kill_group(self) -> None:
         """SIGKILL to the process group a bubblewrap sandbox runs in. A forked sandbox's first
         process is not the judge's child, so its pid may be reused once it is gone: those are

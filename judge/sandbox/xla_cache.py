@@ -13,8 +13,8 @@ import os
 import shutil
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
-from judge.sandbox.bwrap import BwrapSandbox
 from judge.sandbox.pool import pool_key
 
 log = logging.getLogger("tensorjudge.xla_cache")
@@ -42,19 +42,20 @@ def _marker(cache: Path, header: dict) -> Path:
     return cache / f".filled-{pool_key(header)}"
 
 
-def is_filled(sandbox: BwrapSandbox, header: dict) -> bool:
+def is_filled(sandbox: Any, header: dict) -> bool:
     cache = sandbox.xla_cache_dir
-    return cache is None or _marker(cache, header).exists() or not _uses_jax(header)
+    return cache is None or _marker(cache, header).exists() or not uses_jax(header)
 
 
-def _uses_jax(header: dict) -> bool:
+def uses_jax(header: dict) -> bool:
     return "jax" in header.get("preload", []) and bool(header.get("warmup"))
 
 
-def fill(sandbox: BwrapSandbox, header: dict, memory_bytes: int, timeout_s: float = 300) -> bool:
-    """Run the warm-up of `header` with the cache writable; True when the cache holds it."""
+def fill(sandbox: Any, header: dict, memory_bytes: int, timeout_s: float = 300) -> bool:
+    """Run the warm-up of `header` in a bubblewrap sandbox (judge/sandbox/bwrap.py) with the
+    cache writable; True when the cache holds it."""
     cache = sandbox.xla_cache_dir
-    if cache is None or not _uses_jax(header):
+    if cache is None or not uses_jax(header):
         return True
     marker = _marker(cache, header)
     if marker.exists():
@@ -69,7 +70,7 @@ def fill(sandbox: BwrapSandbox, header: dict, memory_bytes: int, timeout_s: floa
     sp = sandbox.spawn(prepare, memory_bytes, cache_writable=True, uid=fill_uid)
     try:
         ok = sandbox.wait_warm(sp, timeout_s)
-        warm = next((f.header for f in sp.reader.frames if f.ev == "warm"), {})
+        warm: dict = next((f.header for f in sp.reader.frames if f.ev == "warm"), {})
         if warm.get("warmup_error"):
             log.warning("warm-up failed while filling the cache:\n%s", warm["warmup_error"])
             ok = False

@@ -249,6 +249,19 @@ def submit(c: httpx.Client, auth: dict[str, str], code: str, mode: str = "submit
     return r.json()["id"]
 
 
+def warm_up(server: Server) -> None:
+    """One correct and one wrong submission before any attack: the expected outputs and
+    the known mistakes' outputs are in the cache, so an attack's run is the only change."""
+    with server.client() as c:
+        sid = submit(c, server.victim, VICTIM_CODE.format(nonce="warm-up"))
+        assert wait_done(c, server.victim, sid)["verdict"] == "AC"
+        sid = submit(c, server.victim, "def double(x):\n    return x + 1\n")
+        sub = wait_done(c, server.victim, sid)
+        assert sub["verdict"] == "WA", sub
+        # The fixture's own packaged mistake: its bank was computed, and it is named.
+        assert [f["kind"] for f in sub["result"]["diagnosis"]][:1] == ["known-mistake"], sub
+
+
 def wait_done(c: httpx.Client, auth: dict[str, str], sid: int, timeout: float = 180) -> dict:
     deadline = time.monotonic() + timeout
     while True:

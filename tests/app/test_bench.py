@@ -63,3 +63,18 @@ def test_targets_are_checked_against_the_same_run():
     assert "200 ms at most (decoder-block-preln, flax, as the statement, submit) | **no** |" in text
     assert "| Burst of Flax Submits, 2 workers: at least 1 per second | 0.90/s | **no** |" in text
     assert targets({}, {}, float("nan")) == []
+
+
+def test_docker_column_sits_beside_bubblewrap_in_the_same_rows():
+    key = ("encoder-block", STATEMENT, "submit")
+    fast = {key: _series(400, 420, 440)}
+    docker = {key: _series(800, 840, 900)}
+    text = report(fast, {}, burst_s=40.0, burst_n=50, burst_cpu_s=None, pool=None, runs=3,
+                  baseline_runs=1, docker=docker)
+    row = next(ln for ln in text.splitlines() if ln.startswith("| encoder-block"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[3] == "420" and cells[10] == "840" and cells[12] == "2.00"
+    assert "TENSORJUDGE_SANDBOX=docker" in text
+    without = report(fast, {}, burst_s=40.0, burst_n=50, burst_cpu_s=None, pool=None, runs=3,
+                     baseline_runs=1)
+    assert "TENSORJUDGE_SANDBOX=docker" not in without

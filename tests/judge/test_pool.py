@@ -99,13 +99,14 @@ def test_spares_of_stale_kinds_make_room(sandbox, double):
 
 
 class _StubSpawned:
-    cgroup = None
-
     def __init__(self, key: str):
         self.key = key
 
     def alive(self) -> bool:
         return True
+
+    def memory_bytes(self) -> int | None:
+        return None
 
     def destroy(self) -> None:
         pass
@@ -120,8 +121,11 @@ class _StubSandbox:
 
         self.spawned: list[str] = []
         self.release = threading.Event()
-        self.fork_servers = None
         self.closed = False
+        self.kind = "stub"
+
+    def shared_memory_bytes(self) -> int:
+        return 0
 
     def close(self) -> None:
         self.closed = True

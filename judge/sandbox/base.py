@@ -1,0 +1,132 @@
+"""What every sandbox backend shares, and the one small interface they all offer.
+
+A backend starts single-use sandboxes that run `runner.py`: it is sent its preparation
+(imports, warm-up) at start and one job later, and reports on a private result channel. How a
+sandbox is started, confined, fed and killed is the backend's (bubblewrap on this host, a
+container through a Docker engine); the messages, the limits the runner sets itself, the wait
+for preparation and the I/O loop (io_loop.py) are the same for all.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import time
+from pathlib import Path
+from typing import Any, Protocol
+
+from judge.sandbox.io_loop import RawRun, RunPlan
+from judge.wire import FrameReader
+
+RUNNER_SOURCE = (Path(__file__).with_name("runner.py")).read_text(encoding="utf-8")
+XLA_CACHE_IN_SANDBOX = "/opt/tensorjudge/xla-cache"
+
+
+class SandboxUnavailable(RuntimeError):
+    """The host cannot run the sandbox at all: a start-up error, not a verdict."""
+
+
+class Started(Protocol):
+    """One started sandbox, as a pool holds it until its job comes."""
+
+    reader: FrameReader
+    t_spawn: float
+    warm_ms: float | None
+
+    @property
+    def chan_r(self) -> int: ...  # the read end of its result channel
+
+    def alive(self) -> bool: ...
+    def destroy(self) -> None: ...
+    def memory_bytes(self) -> int | None: ...
+
+
+class Backend(Protocol):
+    """A way to start sandboxes: the engine, the pool and the compile-cache filler use only
+    this. `sp` is what the backend's own spawn() returned (each backend has its own kind)."""
+
+    kind: str
+
+    def spawn(self, prepare: dict, memory_bytes: int, *, background: bool = False) -> Started: ...
+    def wait_warm(self, sp: Any, timeout_s: float) -> bool: ...
+    def execute(self, sp: Any, header: dict, tests_args: list[dict],
+                plan: RunPlan) -> RawRun: ...
+    def run(self, header: dict, tests_args: list[dict], plan: RunPlan) -> RawRun: ...
+    def shared_memory_bytes(self) -> int: ...
+    def fill_compile_cache(self, header: dict, memory_bytes: int) -> bool: ...
+    def close(self) -> None: ...
+
+
+def sandbox_env() -> dict[str, str]:
+    """The whole environment a sandbox's processes see."""
+    return {
+        "HOME": "/tmp",
+        "LANG": "C.UTF-8",
+        "PATH": "/usr/bin:/bin",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "JAX_PLATFORMS": "cpu",
+        "TF_CPP_MIN_LOG_LEVEL": "2",
+        "OMP_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+        "OPENBLAS_NUM_THREADS": "1",
+    }
+
+
+def host_env() -> dict[str, str]:
+    """bubblewrap's own processes keep their environment readable in /proc inside the
+    sandbox, so they start with nothing of the judge's."""
+    return {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"}
+
+
+def prepare_message(prepare: dict, site_dirs: list[str], jax_cache_dir: str | None,
+                    channel_fd: int) -> dict:
+    """The first message a sandbox reads: where its libraries are, what to import and warm."""
+    return {
+        "site_dirs": site_dirs,
+        "jax_cache_dir": jax_cache_dir,
+        "preload": list(prepare.get("preload", [])),
+        "warmup": prepare.get("warmup"),
+        "channel_fd": channel_fd,
+    }
+
+
+def job_message(header: dict, plan: RunPlan, *, seccomp: bool, rlimits: dict) -> dict:
+    """The one job a prepared sandbox runs (the tests' arrays follow it on the wire)."""
+    return {
+        "code": header["code"],
+        "entry": header["entry"],
+        "expected_sizes": plan.expected_sizes,
+        "seccomp": seccomp,
+        "rlimits": rlimits,
+    }
+
+
+def rlimits(plan: RunPlan, memory_cgroup: bool) -> dict:
+    """The limits the runner sets on itself once its imports are done."""
+    return {
+        "cpu_s": plan.cpu_seconds,
+        "fsize": 16 << 20,
+        "nofile": 256,
+        "nproc": 0 if memory_cgroup else 512,
+        # Without a memory cgroup, address space is the only brake (JAX reserves a lot of
+        # it, so allow generous headroom).
+        "as_bytes": 0 if memory_cgroup else plan.memory_bytes * 3,
+    }
+
+
+def wait_warm(sp: Started, timeout_s: float) -> bool:
+    """Block until the sandbox reports its preparation done; False if it died or took longer
+    than the timeout (then it is useless and should be discarded)."""
+    deadline = time.monotonic() + timeout_s
+    while sp.reader.error is None and not any(f.ev == "warm" for f in sp.reader.frames):
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return False
+        ready, _, _ = select.select([sp.chan_r], [], [], left)
+        if ready:
+            data = os.read(sp.chan_r, 1 << 16)
+            if not data:
+                return False
+            sp.reader.feed(data)
+    sp.warm_ms = (time.monotonic() - sp.t_spawn) * 1000.0
+    return sp.reader.error is None

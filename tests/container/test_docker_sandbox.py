@@ -1,0 +1,123 @@
+"""The docker sandbox backend on a real engine: the bundled packages' submissions get their
+folders' verdicts, the limits hold, and no container outlives its job."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from judge.engine import judge
+from judge.package import discover, load_package
+from judge.sandbox import SandboxUnavailable, make_sandbox
+from judge.sandbox.container import ContainerConfig, ContainerSandbox
+from judge.validate import validate
+from judge.verdicts import Verdict
+from tests import docker_engine
+from tests.conftest import FIXTURES, REPO
+
+pytestmark = [pytest.mark.sandbox, pytest.mark.container]
+PACKAGES = discover(REPO / "problems")
+
+
+@pytest.fixture(scope="module")
+def sandbox() -> ContainerSandbox:
+    docker_engine.images()
+    sb = make_sandbox("docker", docker_image="tensorjudge-sandbox:latest")
+    assert isinstance(sb, ContainerSandbox)
+    return sb
+
+
+def _no_containers_left(sandbox_owner: str, timeout_s: float = 20.0) -> list:
+    deadline = time.monotonic() + timeout_s
+    while (left := docker_engine.sandbox_containers(sandbox_owner)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return left
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", PACKAGES, ids=[p.name for p in PACKAGES])
+def test_bundled_package_verdicts_in_containers(path, sandbox):
+    report = validate(path, sandbox, parallel=2)
+    failed = [f"{c.what}: {c.detail}" for c in report.checks if not c.ok]
+    assert report.ok, "\n".join(failed)
+    assert sum(1 for c in report.checks if c.what.startswith("wrong_answer/")) >= 6
+    assert _no_containers_left(sandbox.owner) == []
+
+
+def _judge(sandbox, code: str, **limits):
+    package = load_package(FIXTURES / "double")
+    for k, v in limits.items():
+        setattr(package.manifest.limits, k, v)
+    return judge(package, code, sandbox)
+
+
+def test_limits_and_confinement(sandbox):
+    ok = _judge(sandbox, "def double(x):\n    return (2 * x).reshape(-1)\n")
+    assert ok.verdict is Verdict.AC, ok.to_dict()
+    cases = {
+        "import time\ndef double(x):\n    time.sleep(60)\n": Verdict.TLE,
+        "def double(x):\n    while True: pass\n": Verdict.TLE,
+        # Touching every page: the container's memory limit, not a Python MemoryError.
+        ("import numpy as np\ndef double(x):\n    a = []\n    while True:\n"
+         "        a.append(np.ones(1 << 24))\n"): Verdict.MLE,
+        ("import socket\ndef double(x):\n    socket.create_connection(('10.0.0.1', 80), 2)\n"):
+            Verdict.RE,
+        ("import os\ndef double(x):\n    os.execv('/bin/sh', ['sh', '-c', 'true'])\n"):
+            Verdict.RE,
+        ("import sys\ndef double(x):\n    while True:\n        sys.stdout.write('y' * 65536)\n"):
+            Verdict.OLE,
+        "import os\ndef double(x):\n    os._exit(0)\n": Verdict.RE,
+        "def double(x):\n    return 1/0\n": Verdict.RE,
+        "def double(x):\n    return x\n": Verdict.WA,
+    }
+    for code, want in cases.items():
+        got = _judge(sandbox, code, time_ms=2000, memory_mb=512)
+        assert got.verdict is want, (code, got.to_dict())
+    assert _no_containers_left(sandbox.owner) == []
+
+
+def test_the_sandbox_sees_nothing_of_the_judge(sandbox):
+    code = '''
+import os, json
+def double(x):
+    seen = {
+        "uid": os.getuid(),
+        "env": sorted(os.environ),
+        "root_writable": os.access("/", os.W_OK),
+        "repo": os.path.exists(REPO_PATH),
+        "docker_sock": os.path.exists("/var/run/docker.sock"),
+        "net": sorted(os.listdir("/sys/class/net")),
+    }
+    try:
+        open("/tmp/tj-plant", "w").write("x")
+        seen["tmp"] = True
+    except OSError:
+        seen["tmp"] = False
+    print(json.dumps(seen))
+    return (2 * x).reshape(-1)
+'''.replace("REPO_PATH", repr(str(REPO)))
+    res = _judge(sandbox, code)
+    assert res.verdict is Verdict.AC, res.to_dict()
+    line = next(ln for ln in res.stdout.splitlines() if ln.startswith("{"))
+    import json
+
+    seen = json.loads(line)
+    assert seen["uid"] == 65534
+    assert not seen["root_writable"] and not seen["repo"] and not seen["docker_sock"]
+    assert seen["net"] == ["lo"]
+    assert seen["tmp"] is True
+    assert "TENSORJUDGE_SECRET_KEY" not in seen["env"]
+    # Nothing survives: the next sandbox's /tmp is empty of it.
+    again = _judge(sandbox, "import os\ndef double(x):\n"
+                            "    assert not os.path.exists('/tmp/tj-plant')\n"
+                            "    return (2 * x).reshape(-1)\n")
+    assert again.verdict is Verdict.AC, again.to_dict()
+
+
+def test_a_missing_image_or_engine_stops_at_start_up():
+    docker_engine.images()
+    with pytest.raises(SandboxUnavailable, match="./dev images"):
+        ContainerSandbox(ContainerConfig(image="tensorjudge-sandbox:no-such-tag"))
+    with pytest.raises(SandboxUnavailable, match="no Docker engine"):
+        ContainerSandbox(ContainerConfig(docker_host="unix:///nonexistent/docker.sock"))
