@@ -68,6 +68,13 @@ CASES = [
          SOLUTIONS / "encoder_decoder_jax_eager.py"),
     Case("encoder-decoder", "torch", _acc("encoder-decoder", "torch_sdpa.py")),
 ]
+# Wrong answers not among the packaged ones: what a wrong Submit costs, diagnosis included.
+WRONG_CASES = [
+    Case("encoder-block", "wrong: Post-LN, setup() style",
+         SOLUTIONS / "wrong" / "encoder_block_post_ln.py"),
+    Case("decoder-block", "wrong: torch, no causal mask",
+         SOLUTIONS / "wrong" / "decoder_block_torch_no_causal.py"),
+]
 
 
 @dataclass
@@ -76,6 +83,8 @@ class Sample:
     user_ms: float  # inside the user's function, as the sandbox measured it
     compile_ms: float  # of user_ms, compilation the warm-up could not foresee
     verdict: str
+    diagnosis_ms: float = 0.0  # of wall_ms, the diagnosis after the verdict
+    finding: str = ""  # the first finding's title
 
     @property
     def overhead_ms(self) -> float:
@@ -172,7 +181,10 @@ class Client:
         def longest(key: str) -> float:
             return max((sum(t.get(key) or 0 for t in tests[a:b]) for a, b in ranges), default=0)
 
-        return Sample(wall, longest("time_ms"), longest("compile_ms"), view["verdict"])
+        findings = result.get("diagnosis") or []
+        return Sample(wall, longest("time_ms"), longest("compile_ms"), view["verdict"],
+                      float(result.get("diagnosis_ms") or 0.0),
+                      findings[0]["title"] if findings else "")
 
     def pool(self) -> dict[str, Any] | None:
         return self.http.get("/healthz").json().get("sandbox_pool")
@@ -298,7 +310,7 @@ def targets(fast: dict, naive: dict, burst_rate: float) -> list[str]:
 
 def report(fast: dict, naive: dict, burst_s: float, burst_n: int, burst_cpu_s: float | None,
            pool: dict | None, runs: int, baseline_runs: int,
-           docker: dict | None = None) -> str:
+           docker: dict | None = None, wrong: dict | None = None) -> str:
     lines = [
         "# tensorjudge benchmark",
         "",
@@ -357,6 +369,20 @@ def report(fast: dict, naive: dict, burst_s: float, burst_n: int, burst_cpu_s: f
                   f"**{pool['idle_memory_mb']} MiB** in all (cgroup memory). "
                   f"Jobs that found one ready: {pool['hits']}, waited for one: {pool['waits']}, "
                   f"started their own: {pool['cold']}."]
+    if wrong:
+        lines += ["", "## Wrong answers", "",
+                  "Wrong answers not among the packaged ones, judged as above: the time to a "
+                  "verdict with its diagnosis, and of it the diagnosis (known mistakes "
+                  "matched against their outputs computed once per problem version, the "
+                  "numeric readings, and the probes of the submission that it runs).", "",
+                  "| problem | solution | mode | p50 ms | diagnosis p50 ms | diagnosis p90 ms "
+                  "| first finding |",
+                  "| --- | --- | --- | ---: | ---: | ---: | --- |"]
+        for key, s in wrong.items():
+            firsts = sorted({x.finding or "(none)" for x in s.samples})
+            lines.append(f"| {key[0]} | {key[1]} | {key[2]} | {_fmt(s.pct('wall_ms', 0.5))} "
+                         f"| {_fmt(s.pct('diagnosis_ms', 0.5))} "
+                         f"| {_fmt(s.pct('diagnosis_ms', 0.9))} | {'; '.join(firsts)} |")
     return "\n".join(lines) + "\n"
 
 
@@ -385,6 +411,9 @@ def run_bench(out: Path, runs: int, baseline_runs: int, burst_n: int,
             client = Client(url)
             client.settle(120)
             fast = measure(client, cases, runs, settle=True, progress=progress)
+            wrong = measure(client, [c for c in WRONG_CASES if not problems
+                                     or c.problem in problems],
+                            runs, settle=True, progress=progress)
             client.settle(120)
             b_case = next((c for c in cases if c.problem == "encoder-block"), cases[0])
             burst_s, verdicts, burst_cpu = burst(client, b_case, burst_n)
@@ -409,7 +438,7 @@ def run_bench(out: Path, runs: int, baseline_runs: int, burst_n: int,
         else:
             progress(f"no docker column: {why_not}")
     text = report(fast, naive, burst_s, burst_n, burst_cpu, pool, runs, baseline_runs,
-                  docker)
+                  docker, wrong)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text)
     return text

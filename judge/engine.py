@@ -201,6 +201,7 @@ def judge(
                     split=split)
     result.environment = environment(package, sandbox)
     if result.verdict not in (Verdict.AC, Verdict.CE, Verdict.IE):
+        t1 = time.monotonic()
         try:
             prepared = prepare(package, samples_only)
             tol = Tolerance(package.manifest.tolerance.atol, package.manifest.tolerance.rtol)
@@ -208,6 +209,7 @@ def judge(
                                              prepared.shapes, result, tol, sandbox, code))
         except Exception:  # noqa: BLE001 - a diagnosis never turns a verdict into an error
             log.exception("diagnosing a submission to %s failed", package.slug)
+        result.diagnosis_ms = (time.monotonic() - t1) * 1000.0
         result.wall_ms = (time.monotonic() - t0) * 1000.0
     return result
 

@@ -147,6 +147,8 @@ class JudgeResult:
     # What the mistake most likely is, most certain first (judge/diagnosis.py); never
     # changes the verdict, empty when the judge does not know.
     diagnosis: list[Finding] = field(default_factory=list)
+    # Of wall_ms, the time the diagnosis took (after the verdict was known).
+    diagnosis_ms: float | None = None
     # What judged it: problem_version, judge_version, libraries, sandbox (judge/engine.py).
     environment: dict[str, Any] = field(default_factory=dict)
 
@@ -166,6 +168,7 @@ class JudgeResult:
             "wall_ms": None if self.wall_ms is None else round(self.wall_ms, 1),
             "parts": self.parts,
             "diagnosis": [_clean_finding(f.to_dict()) for f in self.diagnosis],
+            "diagnosis_ms": None if self.diagnosis_ms is None else round(self.diagnosis_ms, 1),
             "environment": self.environment,
         }
 

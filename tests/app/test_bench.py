@@ -78,3 +78,16 @@ def test_docker_column_sits_beside_bubblewrap_in_the_same_rows():
     without = report(fast, {}, burst_s=40.0, burst_n=50, burst_cpu_s=None, pool=None, runs=3,
                      baseline_runs=1)
     assert "TENSORJUDGE_SANDBOX=docker" not in without
+
+
+def test_wrong_answers_report_the_diagnosis_share_of_their_time():
+    key = ("encoder-block", "wrong: Post-LN", "submit")
+    wrong = {key: Series([Sample(w, 0.0, 0.0, "WA", d, "Post-LN instead of Pre-LN")
+                          for w, d in ((500, 20), (520, 30), (560, 90))])}
+    text = report({}, {}, burst_s=40.0, burst_n=50, burst_cpu_s=None, pool=None, runs=3,
+                  baseline_runs=1, wrong=wrong)
+    row = next(ln for ln in text.splitlines() if ln.startswith("| encoder-block | wrong"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[3:] == ["520", "30", "90", "Post-LN instead of Pre-LN"]
+    assert "## Wrong answers" not in report({}, {}, burst_s=40.0, burst_n=50, burst_cpu_s=None,
+                                            pool=None, runs=3, baseline_runs=1)

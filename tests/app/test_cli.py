@@ -120,3 +120,17 @@ def test_judge_still_works_without_a_database(run, tmp_path):
     f.write_text(AC_CODE)
     out = run("judge", "--problem", "double", str(f), "--json")
     assert json.loads(out)["verdict"] == "AC"
+
+
+@pytest.mark.sandbox
+def test_judge_prints_what_went_wrong(run, tmp_path):
+    f = tmp_path / "s.py"
+    f.write_text("def double(x):\n    return x + 1\n")
+    out = run("judge", "--problem", "double", str(f))
+    assert "What went wrong:" in out
+    # The fixture package's own mistake, named with its title and the tests it explains.
+    part = out.split("What went wrong:", 1)[1]
+    assert "[known-mistake] Adds one instead of doubling" in part
+    assert "tests: " in part
+    f.write_text(AC_CODE)
+    assert "What went wrong" not in run("judge", "--problem", "double", str(f))

@@ -16,6 +16,10 @@ def test_a_known_mistake_is_named_first_and_the_numbers_follow(run):
     assert first.tests == [t.name for t in res.tests]
     d = res.to_dict()["diagnosis"][0]
     assert set(d) == {"kind", "title", "detail", "tests"}
+    # Its cost is on record, as part of the whole.
+    assert res.diagnosis_ms is not None and res.wall_ms is not None
+    assert 0 < res.diagnosis_ms < res.wall_ms
+    assert run("def double(x):\n    return 2 * x\n").diagnosis_ms is None
 
 
 def test_generic_readings_become_numeric_findings_and_keep_their_messages(run):
