@@ -445,6 +445,10 @@ def bench_cmd(
     baseline_runs: Annotated[int, typer.Option(help="the same, for the naive judge")] = 10,
     burst: Annotated[int, typer.Option(help="submissions in the burst")] = 50,
     problem: Annotated[list[str] | None, typer.Option(help="only these problems")] = None,
+    rate: Annotated[float, typer.Option(
+        help="sustained load: Flax submissions per second arriving at random (0: none)")] = 1.0,
+    load_seconds: Annotated[float, typer.Option(
+        help="sustained load: how long submissions keep arriving")] = 60.0,
     docker: Annotated[bool, typer.Option(
         help="also measure the docker sandbox backend (needs an engine and the images)")] = True,
 ) -> None:
@@ -454,7 +458,8 @@ def bench_cmd(
     from app.bench import run_bench
 
     text = run_bench(out, runs, baseline_runs, burst, problem,
-                     progress=lambda m: typer.echo(m, err=True), with_docker=docker)
+                     progress=lambda m: typer.echo(m, err=True), with_docker=docker,
+                     rate=rate, load_seconds=load_seconds)
     typer.echo(text)
     typer.echo(f"written to {out}", err=True)
 

@@ -26,7 +26,8 @@ from judge.compare import Tolerance, compare
 from judge.diagnosis import Case, diagnose
 from judge.expected import expected_outputs, library_versions
 from judge.package import Package, TestSpec
-from judge.parallel import idle_sandboxes, judge_in_parts
+from judge.parallel import compiles_itself, idle_sandboxes, judge_in_parts
+from judge.sandbox.base import EAGER_JAX
 from judge.sandbox.io_loop import RawRun, RunPlan
 from judge.verdicts import JudgeResult, TestResult, Verdict, aggregate
 
@@ -88,14 +89,18 @@ def _prepare(package: Package, samples_only: bool) -> PreparedTests:
 
 
 def imported_frameworks(tree: ast.AST) -> list[str]:
-    """The modules to import ahead for a submission, from its own import statements."""
+    """The modules to import ahead for a submission, from its own import statements; with
+    EAGER_JAX among them when it uses JAX without compiling its own code."""
     tops: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             tops.update(a.name.split(".")[0] for a in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             tops.add(node.module.split(".")[0])
-    return preload_for(sorted(tops & set(FAMILIES)))
+    preload = preload_for(sorted(tops & set(FAMILIES)))
+    if "jax" in tops and "flax" not in tops and not compiles_itself(tree):
+        preload = sorted([*preload, EAGER_JAX])
+    return preload
 
 
 def preload_for(frameworks: list[str]) -> list[str]:
@@ -146,7 +151,10 @@ def pool_headers(package: Package) -> list[dict]:
     pool prepares ahead for it, cheapest first."""
     order = ["numpy", "torch", "jax", "flax"]
     fws = sorted(set(package.manifest.frameworks), key=order.index)
-    return [sandbox_header(package, "", preload_for([fw])) for fw in fws]
+    headers = [sandbox_header(package, "", preload_for([fw])) for fw in fws]
+    if "jax" in fws:
+        headers.append(sandbox_header(package, "", sorted([*preload_for(["jax"]), EAGER_JAX])))
+    return headers
 
 
 def fill_compile_cache(package: Package, sandbox: object) -> None:

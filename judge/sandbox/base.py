@@ -18,6 +18,10 @@ from typing import Any, Protocol
 from judge.sandbox.io_loop import RawRun, RunPlan
 from judge.wire import FrameReader
 
+# In a sandbox's preload: the submission calls jax.numpy eagerly (no jax.jit), so a problem's
+# warm-up compiles the eager operations too (a jitted submission would not use them).
+# Importing it is a no-op after `jax`; fork servers ignore it.
+EAGER_JAX = "jax.numpy"
 RUNNER_SOURCE = (Path(__file__).with_name("runner.py")).read_text(encoding="utf-8")
 XLA_CACHE_IN_SANDBOX = "/opt/tensorjudge/xla-cache"
 

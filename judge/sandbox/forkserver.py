@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from judge.sandbox.base import host_env
+from judge.sandbox.base import EAGER_JAX, host_env
 from judge.sandbox.cgroups import Cgroup
 
 ZYGOTE_SOURCE = (Path(__file__).with_name("zygote.py")).read_text(encoding="utf-8")
@@ -265,7 +265,10 @@ class ForkServers:
 
     def fork(self, prepare: dict, cgroup: Cgroup, uid: int,
              background: bool) -> tuple[ForkedProcess, int] | None:
-        server = self._server(tuple(prepare.get("preload", [])))
+        # One fork server per set of libraries: the eager-JAX marker changes the warm-up, not
+        # what the server imports.
+        libs = tuple(m for m in prepare.get("preload", []) if m != EAGER_JAX)
+        server = self._server(libs)
         if server is None:
             self.fallbacks += 1
             return None
