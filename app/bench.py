@@ -46,11 +46,15 @@ CASES = [
     Case("decoder-block", "numpy", _acc("decoder-block", "numpy_einsum.py")),
     Case("decoder-block", "jax, jit", _acc("decoder-block", "jax_jit.py")),
     Case("decoder-block", "jax, eager, other op order", SOLUTIONS / "decoder_block_jax_eager.py"),
+    Case("decoder-block", "jax, eager, one head at a time",
+         SOLUTIONS / "decoder_block_jax_eager_heads.py"),
     Case("decoder-block", "torch", _acc("decoder-block", "torch_sdpa.py")),
     Case("encoder-decoder", "numpy", _acc("encoder-decoder", "numpy_per_head.py")),
     Case("encoder-decoder", "jax, jit (scan)", _acc("encoder-decoder", "jax_jit.py")),
     Case("encoder-decoder", "jax, eager, other op order",
          SOLUTIONS / "encoder_decoder_jax_eager.py"),
+    Case("encoder-decoder", "jax, eager, one head at a time",
+         SOLUTIONS / "encoder_decoder_jax_eager_heads.py"),
     Case("encoder-decoder", "torch", _acc("encoder-decoder", "torch_sdpa.py")),
 ]
 # Wrong answers not among the packaged ones: what a wrong Submit costs, diagnosis included.
@@ -108,9 +112,11 @@ def targets(fast: dict, naive: dict, burst_rate: float, burst_cpu_per_sub: float
             rows.append((f"Submit, {problem} (Flax): at least 15x the naive judge",
                          f"{b / t:.1f}x", b / t >= 15))
     for problem in ("decoder-block", "encoder-decoder"):
-        if (t := p50((problem, EAGER, "submit"), fast)) is not None:
-            rows.append((f"Idle: Submit, {problem} (eager JAX): p50 at most 1.5 s",
-                         f"{t:,.0f} ms", t <= 1500))
+        for label in sorted(k[1] for k in fast if k[0] == problem and k[2] == "submit"
+                            and k[1].startswith("jax, eager")):
+            if (t := p50((problem, label, "submit"), fast)) is not None:
+                rows.append((f"Idle: Submit, {problem} ({label}): p50 at most 1.5 s",
+                             f"{t:,.0f} ms", t <= 1500))
         for fw, name in (("numpy", "NumPy"), ("torch", "PyTorch")):
             if (t := p50((problem, fw, "submit"), fast)) is not None:
                 rows.append((f"Idle: Submit, {problem} ({name}): p50 under 100 ms",
