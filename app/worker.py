@@ -246,26 +246,42 @@ class WorkerPool:
         """Fill the compilation cache for every current problem, then keep prepared
         sandboxes ready for them; the most expensive to prepare are declared last, so first."""
         from judge.engine import pool_headers
+        from judge.sandbox.base import EAGER_JAX
 
         try:
             packages = problems.current_packages(self.ctx)
         except Exception as e:  # noqa: BLE001 - the pool then fills on demand
             log.warning("cannot list problems to prepare sandboxes", extra={"error": str(e)})
             return
-        pool = self.sandbox
+        # Eager JAX's warm-up is the longest to fill and the least used: every problem's
+        # other kinds first.
+        later: list[tuple[Any, dict]] = []
         for package in packages:
             self._compute_mistakes(package)
-            memory = package.manifest.limits.memory_mb << 20
             for header in pool_headers(package):
-                if self.stopping.is_set():
+                if EAGER_JAX in header["preload"]:
+                    later.append((package, header))
+                elif not self._prepare_kind(package, header):
                     return
-                try:
-                    pool.sandbox.fill_compile_cache(header, memory)
-                except Exception as e:  # noqa: BLE001
-                    log.warning("compilation cache not filled",
-                                extra={"problem": package.slug, "error": str(e)})
-                pool.prewarm(header, memory)
+        for package, header in later:
+            if not self._prepare_kind(package, header):
+                return
         log.info("sandboxes prepared", extra={"problems": len(packages)})
+
+    def _prepare_kind(self, package: Any, header: dict) -> bool:
+        """Fill the compilation cache for one kind of sandbox and keep one ready; False once
+        the workers are stopping."""
+        if self.stopping.is_set():
+            return False
+        memory = package.manifest.limits.memory_mb << 20
+        pool = self.sandbox
+        try:
+            pool.sandbox.fill_compile_cache(header, memory)
+        except Exception as e:  # noqa: BLE001
+            log.warning("compilation cache not filled",
+                        extra={"problem": package.slug, "error": str(e)})
+        pool.prewarm(header, memory)
+        return True
 
     def _compute_mistakes(self, package: Any) -> None:
         """The outputs of the package's known mistakes, computed (trusted, like the

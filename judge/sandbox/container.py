@@ -190,7 +190,11 @@ class ContainerSandbox:
 
     def close(self) -> None:
         """Remove what this judge and dead judges left (its spares are destroyed by the
-        pool before this)."""
+        pool before this). Whatever of its own is still there goes too, running or not: a
+        cache fill in progress, say, would otherwise outlive the judge and keep the cache
+        volume in use."""
+        with self._live_lock:
+            self._live.clear()
         self.reap_stale()
 
     def shared_memory_bytes(self) -> int:
