@@ -121,3 +121,27 @@ def test_a_missing_image_or_engine_stops_at_start_up():
         ContainerSandbox(ContainerConfig(image="tensorjudge-sandbox:no-such-tag"))
     with pytest.raises(SandboxUnavailable, match="no Docker engine"):
         ContainerSandbox(ContainerConfig(docker_host="unix:///nonexistent/docker.sock"))
+
+
+def test_closing_removes_its_own_containers_even_running_ones():
+    """A sandbox still preparing when the judge closes (a cache fill, a spare being warmed)
+    goes with it: left running, it would keep the cache volume in use."""
+    docker_engine.images()
+    sb = make_sandbox("docker", docker_image="tensorjudge-sandbox:latest")
+    assert isinstance(sb, ContainerSandbox)
+    other = make_sandbox("docker", docker_image="tensorjudge-sandbox:latest")
+    assert isinstance(other, ContainerSandbox)
+    # Two judges of one process share an owner id; tell them apart as two processes would.
+    other.owner = sb.owner + "-other"
+    mine = sb.spawn({"preload": ["jax"], "warmup": None}, 512 << 20)
+    theirs = other.spawn({"preload": [], "warmup": None}, 256 << 20)
+    try:
+        assert docker_engine.sandbox_containers(sb.owner)
+        sb.close()
+        assert _no_containers_left(sb.owner, 5.0) == []
+        # Another live judge's sandbox is not this judge's to remove.
+        assert docker_engine.sandbox_containers(other.owner)
+    finally:
+        mine.destroy()
+        theirs.destroy()
+        other.close()
