@@ -9,12 +9,9 @@ import ast
 import json
 import logging
 import signal
-import threading
 import time
 import traceback
-from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import cache
 from importlib import metadata
 from typing import Any, Protocol
@@ -24,9 +21,10 @@ import numpy as np
 from judge import pysource, wire
 from judge.compare import Tolerance, compare
 from judge.diagnosis import Case, diagnose
-from judge.expected import expected_outputs, library_versions
-from judge.package import Package, TestSpec
+from judge.expected import library_versions
+from judge.package import Package
 from judge.parallel import compiles_itself, idle_sandboxes, judge_in_parts
+from judge.prepared import PreparedTests, prepare
 from judge.sandbox.base import EAGER_JAX
 from judge.sandbox.io_loop import RawRun, RunPlan
 from judge.verdicts import JudgeResult, TestResult, Verdict, aggregate
@@ -45,47 +43,6 @@ log = logging.getLogger(__name__)
 
 class Sandbox(Protocol):
     def run(self, header: dict, tests_args: list[dict], plan: RunPlan) -> RawRun: ...
-
-
-@dataclass
-class PreparedTests:
-    tests: list[TestSpec]
-    args: list[dict]
-    shapes: list[tuple[int, ...]]
-    expected: list[np.ndarray]
-
-
-_PREPARED: OrderedDict[tuple[str, bool], PreparedTests] = OrderedDict()
-_PREPARED_LOCK = threading.Lock()
-
-
-def prepare(package: Package, samples_only: bool) -> PreparedTests:
-    """Inputs, output shapes and expected outputs of the selected tests; kept in memory per
-    package version, since every submission to a problem needs the same ones."""
-    key = (package.content_hash, samples_only)
-    with _PREPARED_LOCK:
-        if key in _PREPARED:
-            _PREPARED.move_to_end(key)
-            return _PREPARED[key]
-    prepared = _prepare(package, samples_only)
-    with _PREPARED_LOCK:
-        _PREPARED[key] = prepared
-        while len(_PREPARED) > 16:
-            _PREPARED.popitem(last=False)
-    return prepared
-
-
-def _prepare(package: Package, samples_only: bool) -> PreparedTests:
-    tests = package.select(samples_only)
-    gen = package.generator
-    args = [gen.generate(t.seed, **t.params) for t in tests]
-    shapes = [tuple(int(s) for s in gen.output_shape(a)) for a in args]
-    expected = expected_outputs(package, tests)
-    for t, s, e in zip(tests, shapes, expected, strict=True):
-        if int(np.prod(s)) != e.size:
-            raise RuntimeError(f"{package.slug}/{t.name}: output_shape {s} does not match the "
-                               f"reference's {e.size} elements")
-    return PreparedTests(tests, args, shapes, expected)
 
 
 def imported_frameworks(tree: ast.AST) -> list[str]:

@@ -15,15 +15,13 @@ import ast
 import threading
 from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from judge import wire
 from judge.compare import Tolerance
+from judge.prepared import PreparedTests
 from judge.sandbox.io_loop import OutputTally, RawRun, RunPlan
 from judge.verdicts import JudgeResult, Verdict, aggregate
-
-if TYPE_CHECKING:
-    from judge.engine import PreparedTests
 
 # Fewer tests than this are not worth a second sandbox: each part pays the module's start, and
 # a NumPy or PyTorch test takes a millisecond or two.

@@ -1,0 +1,54 @@
+"""The selected tests of a problem as the engine needs them: inputs, output shapes and the
+reference's outputs, built once per package version and kept in memory."""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+
+import numpy as np
+
+from judge.expected import expected_outputs
+from judge.package import Package, TestSpec
+
+
+@dataclass
+class PreparedTests:
+    tests: list[TestSpec]
+    args: list[dict]
+    shapes: list[tuple[int, ...]]
+    expected: list[np.ndarray]
+
+
+_PREPARED: OrderedDict[tuple[str, bool], PreparedTests] = OrderedDict()
+_PREPARED_LOCK = threading.Lock()
+
+
+def prepare(package: Package, samples_only: bool) -> PreparedTests:
+    """Inputs, output shapes and expected outputs of the selected tests; kept in memory per
+    package version, since every submission to a problem needs the same ones."""
+    key = (package.content_hash, samples_only)
+    with _PREPARED_LOCK:
+        if key in _PREPARED:
+            _PREPARED.move_to_end(key)
+            return _PREPARED[key]
+    prepared = _prepare(package, samples_only)
+    with _PREPARED_LOCK:
+        _PREPARED[key] = prepared
+        while len(_PREPARED) > 16:
+            _PREPARED.popitem(last=False)
+    return prepared
+
+
+def _prepare(package: Package, samples_only: bool) -> PreparedTests:
+    tests = package.select(samples_only)
+    gen = package.generator
+    args = [gen.generate(t.seed, **t.params) for t in tests]
+    shapes = [tuple(int(s) for s in gen.output_shape(a)) for a in args]
+    expected = expected_outputs(package, tests)
+    for t, s, e in zip(tests, shapes, expected, strict=True):
+        if int(np.prod(s)) != e.size:
+            raise RuntimeError(f"{package.slug}/{t.name}: output_shape {s} does not match the "
+                               f"reference's {e.size} elements")
+    return PreparedTests(tests, args, shapes, expected)
