@@ -10,36 +10,15 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
 
-import numpy as np
-
-from judge.compare import Tolerance, hints
+from judge.case import Case
+from judge.compare import hints
+from judge.errors import size_mixups
 from judge.findings import Finding, ordered
 from judge.mistakes import KnownMistake, Observed, bank, name_mistakes
-from judge.package import Package, TestSpec
-from judge.verdicts import JudgeResult, Verdict
+from judge.verdicts import Verdict
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class Case:
-    """A judged submission, as the finding sources need it."""
-
-    package: Package
-    tests: list[TestSpec]  # the tests that were selected, in order
-    expected: list[np.ndarray]  # flat float64 reference outputs, per test
-    shapes: list[tuple[int, ...]]  # unflattened output shapes, per test
-    result: JudgeResult  # its tests carry the submission's outputs (TestResult.output)
-    tol: Tolerance
-    sandbox: object  # what the engine judged with (for sources that run probes)
-    code: str = ""
-
-    @property
-    def failed(self) -> list[int]:
-        return [i for i, t in enumerate(self.result.tests)
-                if t.verdict is not None and t.verdict is not Verdict.AC]
 
 
 def known_mistakes(case: Case) -> list[Finding]:
@@ -102,7 +81,7 @@ def numeric(case: Case) -> list[Finding]:
 
 
 # Every source of findings, in no particular order (`ordered` sorts by certainty).
-SOURCES: list[Callable[[Case], list[Finding]]] = [known_mistakes, numeric]
+SOURCES: list[Callable[[Case], list[Finding]]] = [known_mistakes, numeric, size_mixups]
 
 
 def diagnose(case: Case) -> list[Finding]:

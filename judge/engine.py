@@ -372,8 +372,13 @@ def test_from_frame(frame: wire.Frame, i: int, prepared: PreparedTests,
         t.output = got  # for the diagnosis, after the run
         return t
     if frame.ev == "error":
+        # The exception itself, as the runner gave it apart; else the traceback's last line.
+        exc = frame.header.get("exception")
         tb = str(frame.header.get("message", ""))
-        last = tb.strip().splitlines()[-1] if tb.strip() else "exception"
+        if isinstance(exc, str) and exc.strip():
+            last = exc.strip()
+        else:
+            last = tb.strip().splitlines()[-1] if tb.strip() else "exception"
         return TestResult(name, Verdict.RE, time_ms=time_ms, message=last)
     return TestResult(name, Verdict.WA, time_ms=time_ms, shape=_shape(frame.header.get("shape")),
                       message=str(frame.header.get("message", "bad output")))

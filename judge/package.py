@@ -16,7 +16,14 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from judge import pysource
 from judge.verdicts import VERDICT_FOLDERS, Verdict
@@ -48,6 +55,17 @@ class TestSpec(BaseModel):
     params: dict[str, int | float | bool | str] = Field(default_factory=dict)
 
 
+class SizeMixup(BaseModel):
+    """What it means when a submission fails with an error exactly on the tests where two
+    sizes differ (and runs where they are equal): one is used for the other. Read by the
+    error diagnosis (judge/errors.py)."""
+
+    model_config = ConfigDict(extra="forbid")
+    sizes: tuple[str, str] = Field(description="two integer test parameters")
+    title: str = Field(min_length=1, max_length=120)
+    detail: str = Field(min_length=1)
+
+
 class Manifest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     slug: str
@@ -61,6 +79,17 @@ class Manifest(BaseModel):
     tolerance: Tolerance = Field(default_factory=Tolerance)  # type: ignore[arg-type]
     limits: Limits = Field(default_factory=Limits)  # type: ignore[arg-type]
     tests: list[TestSpec] = Field(min_length=1)
+    size_mixups: list[SizeMixup] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _mixups_name_sizes(self) -> Manifest:
+        for m in self.size_mixups:
+            for name in m.sizes:
+                if not all(isinstance(t.params.get(name), int)
+                           and not isinstance(t.params.get(name), bool) for t in self.tests):
+                    raise ValueError(f"size_mixups: {name!r} is not an integer parameter of "
+                                     "every test")
+        return self
 
     @field_validator("slug")
     @classmethod

@@ -307,16 +307,39 @@ def _build_seccomp():
     return f
 
 
+# Notes libraries attach that say nothing about the user's error (JAX's, on every exception
+# raised through its API, would otherwise be the last line a learner reads).
+BOILERPLATE_NOTES = ("JAX has removed its internal frames",)
+
+
+def _exception_text(exc):
+    """The exception itself (type, message, the notes that matter), bounded."""
+    te = traceback.TracebackException(type(exc), exc, None, lookup_lines=False)
+    notes = getattr(te, "__notes__", None)
+    if notes:
+        te.__notes__ = [n for n in notes
+                        if not any(b in str(n) for b in BOILERPLATE_NOTES)]
+    text = "".join(te.format_exception_only()).strip()
+    return text if len(text) < 2000 else text[:1400] + "\n...\n" + text[-400:]
+
+
 def _user_traceback(exc):
-    """Only the user's own frames, then the exception itself."""
+    """Only the user's own frames, with their source lines, then the exception itself."""
     frames = [
         fs for fs in traceback.extract_tb(exc.__traceback__) if fs.filename == SOLUTION_FILE
     ]
     lines = ["Traceback (most recent call last):\n"] if frames else []
     lines += traceback.format_list(frames)
-    lines += traceback.format_exception_only(type(exc), exc)
-    text = "".join(lines)
+    text = "".join(lines) + _exception_text(exc) + "\n"
     return text if len(text) < 8000 else text[:4000] + "\n...\n" + text[-3000:]
+
+
+def _show_source(source):
+    """Tracebacks of solution.py show its lines, not only their numbers (the entry stays:
+    linecache keeps entries that have no modification time)."""
+    import linecache
+
+    linecache.cache[SOLUTION_FILE] = (len(source), None, source.splitlines(True), SOLUTION_FILE)
 
 
 def _to_float64(out, expected_size):
@@ -381,6 +404,7 @@ def main():
     # From here on, everything may be hostile.
     try:
         code = compile(job["code"], SOLUTION_FILE, "exec", dont_inherit=True)
+        _show_source(job["code"])
     except SyntaxError as e:
         msg = "".join(traceback.format_exception_only(type(e), e))
         _finish(chan, {"ev": "compile_error", "message": msg, "line": e.lineno})
@@ -410,7 +434,8 @@ def main():
             converted, problem = _to_float64(out, sizes[i])
         except BaseException as e:
             dt = (time.perf_counter() - t0) * 1000.0
-            chan.send({"ev": "error", "test": i, "time_ms": dt, "message": _user_traceback(e)})
+            chan.send({"ev": "error", "test": i, "time_ms": dt, "message": _user_traceback(e),
+                       "exception": _exception_text(e)})
             continue
         dt = (time.perf_counter() - t0) * 1000.0
         compile_ms = (clock.ms - compiled_before) if clock else 0.0

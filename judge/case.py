@@ -1,0 +1,30 @@
+"""A judged submission, as the sources of its diagnosis (judge/diagnosis.py) need it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from judge.compare import Tolerance
+from judge.package import Package, TestSpec
+from judge.verdicts import JudgeResult, Verdict
+
+
+@dataclass
+class Case:
+    """A judged submission, as the finding sources need it."""
+
+    package: Package
+    tests: list[TestSpec]  # the tests that were selected, in order
+    expected: list[np.ndarray]  # flat float64 reference outputs, per test
+    shapes: list[tuple[int, ...]]  # unflattened output shapes, per test
+    result: JudgeResult  # its tests carry the submission's outputs (TestResult.output)
+    tol: Tolerance
+    sandbox: object  # what the engine judged with (for sources that run probes)
+    code: str = ""
+
+    @property
+    def failed(self) -> list[int]:
+        return [i for i, t in enumerate(self.result.tests)
+                if t.verdict is not None and t.verdict is not Verdict.AC]
