@@ -24,6 +24,7 @@ from judge.diagnosis import Case, diagnose
 from judge.expected import library_versions
 from judge.package import Package
 from judge.parallel import compiles_itself, idle_sandboxes, judge_in_parts
+from judge.params import parse_variables
 from judge.prepared import PreparedTests, prepare
 from judge.sandbox.base import EAGER_JAX
 from judge.sandbox.io_loop import RawRun, RunPlan
@@ -370,6 +371,7 @@ def test_from_frame(frame: wire.Frame, i: int, prepared: PreparedTests,
         t = compare(name, got, prepared.expected[i], prepared.shapes[i], tol, time_ms)
         t.compile_ms = _float(frame.header.get("compile_ms"))
         t.output = got  # for the diagnosis, after the run
+        t.variables = parse_variables(frame.header.get("variables"))
         return t
     if frame.ev == "error":
         # The exception itself, as the runner gave it apart; else the traceback's last line.

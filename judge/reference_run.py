@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from judge.sandbox.runner import InitRecorder
+
 
 def to_float64(out: Any) -> np.ndarray:
     mod = type(out).__module__ or ""
@@ -52,6 +54,9 @@ def main() -> None:
             entries[module] = getattr(loaded, package.entry_point)
         return entries[module]
 
+    # The reference's Flax variables (paths and shapes), recorded as the sandbox records a
+    # submission's, for the parameter-tree diagnosis (judge/params.py).
+    recorder = InitRecorder()
     by_name = {t.name: t for t in package.tests}
     out_dir = Path(request["out_dir"])
     for item in request["tests"]:
@@ -61,7 +66,13 @@ def main() -> None:
             args = widen(args)
         module = item.get("module")
         if module is None:
-            flat = to_float64(entry_of(None)(**args))
+            entry = entry_of(None)
+            recorder.install()
+            recorder.take()
+            flat = to_float64(entry(**args))
+            if not float64:
+                _write(out_dir / f"{item['key']}.variables.json",
+                       json.dumps(recorder.take()).encode())
         else:
             try:
                 flat = to_float64(entry_of(module)(**args))

@@ -113,6 +113,10 @@ class TestResult:
     # The submission's flat output as it came back, kept in memory only (never serialised):
     # the diagnosis compares it with known mistakes' outputs after the run.
     output: np.ndarray | None = field(default=None, repr=False, compare=False)
+    # The Flax variables its `init` created, as (path, shape) in creation order, parsed from
+    # the sandbox's report (judge/params.py); in memory only, for the diagnosis.
+    variables: list[tuple[str, tuple[int, ...]]] | None = field(default=None, repr=False,
+                                                                 compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {
