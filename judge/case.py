@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -21,8 +22,12 @@ class Case:
     shapes: list[tuple[int, ...]]  # unflattened output shapes, per test
     result: JudgeResult  # its tests carry the submission's outputs (TestResult.output)
     tol: Tolerance
-    sandbox: object  # what the engine judged with (for sources that run probes)
+    sandbox: object  # what the engine judged with
     code: str = ""
+    # The selected tests' arguments, and a way to run more argument sets through the
+    # submission in one sandbox job (judge/probes.py); None where probes cannot run.
+    args: list[dict] = field(default_factory=list)
+    run: Callable[[list[dict], list[int]], list[np.ndarray | None]] | None = None
 
     @property
     def failed(self) -> list[int]:

@@ -17,6 +17,7 @@ from judge.errors import size_mixups
 from judge.findings import Finding, ordered
 from judge.mistakes import KnownMistake, Observed, bank, name_mistakes
 from judge.params import parameters
+from judge.probes import probe_findings
 from judge.verdicts import Verdict
 
 log = logging.getLogger(__name__)
@@ -82,8 +83,8 @@ def numeric(case: Case) -> list[Finding]:
 
 
 # Every source of findings, in no particular order (`ordered` sorts by certainty).
-SOURCES: list[Callable[[Case], list[Finding]]] = [known_mistakes, parameters, numeric,
-                                                   size_mixups]
+SOURCES: list[Callable[[Case], list[Finding]]] = [known_mistakes, parameters, probe_findings,
+                                                   numeric, size_mixups]
 
 
 def diagnose(case: Case) -> list[Finding]:

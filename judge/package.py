@@ -66,6 +66,24 @@ class SizeMixup(BaseModel):
     detail: str = Field(min_length=1)
 
 
+class Probe(BaseModel):
+    """A property of the task, checked after a wrong answer by running the submission on
+    inputs derived from a failed test's (judge/probes.py): no expected output needed."""
+
+    model_config = ConfigDict(extra="forbid")
+    kind: Literal["causal", "padding", "batch", "permutation"]
+    inputs: list[str] = Field(min_length=1, description="arguments changed together")
+    axis: int = Field(ge=0, le=8, description="their axis that is changed or reordered")
+    output_axis: int = Field(0, ge=0, le=8, description="the output's matching axis")
+    mask: str | None = Field(None, description="padding: the argument marking real positions")
+
+    @model_validator(mode="after")
+    def _mask_for_padding(self) -> Probe:
+        if (self.kind == "padding") != (self.mask is not None):
+            raise ValueError("`mask` is required for padding probes and only for them")
+        return self
+
+
 class Manifest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     slug: str
@@ -80,6 +98,7 @@ class Manifest(BaseModel):
     limits: Limits = Field(default_factory=Limits)  # type: ignore[arg-type]
     tests: list[TestSpec] = Field(min_length=1)
     size_mixups: list[SizeMixup] = Field(default_factory=list)
+    probes: list[Probe] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _mixups_name_sizes(self) -> Manifest:
