@@ -155,14 +155,16 @@ def judge(
     samples_only: bool = False,
     on_test: Callable[[int, TestResult], None] | None = None,
     split: bool = True,
+    probes: bool = True,
 ) -> JudgeResult:
     """Judge `code` against `package`. Faults of the judge itself come back as IE.
 
     `on_test(index, result)` hears of each test as soon as it is compared (live progress);
     the returned result is the authority. `split`: a pool may judge a Submit in two idle
     sandboxes at once (the caller says no when other submissions are waiting: the second
-    sandbox would be taken from them). A result that is not AC carries its diagnosis; every
-    result says what judged it (`environment`)."""
+    sandbox would be taken from them). A result that is not AC carries its diagnosis (with
+    `probes`, the package's property probes run the submission once more); every result
+    says what judged it (`environment`)."""
     t0 = time.monotonic()
     result = _judge(package, code, sandbox, samples_only=samples_only, on_test=on_test,
                     split=split)
@@ -174,7 +176,9 @@ def judge(
             tol = Tolerance(package.manifest.tolerance.atol, package.manifest.tolerance.rtol)
             result.diagnosis = diagnose(Case(package, prepared.tests, prepared.expected,
                                              prepared.shapes, result, tol, sandbox, code,
-                                             prepared.args, _extra_runs(package, code, sandbox)))
+                                             prepared.args,
+                                             _extra_runs(package, code, sandbox) if probes
+                                             else None))
         except Exception:  # noqa: BLE001 - a diagnosis never turns a verdict into an error
             log.exception("diagnosing a submission to %s failed", package.slug)
         result.diagnosis_ms = (time.monotonic() - t1) * 1000.0

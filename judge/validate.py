@@ -113,7 +113,8 @@ def validate(
 
     def run(job: tuple[str, str, Verdict]) -> tuple[str, Verdict, JudgeResult]:
         label, code, want = job
-        return label, want, judge(package, code, sandbox)
+        # Validation proves verdicts and the bank's names; the probes have their own tests.
+        return label, want, judge(package, code, sandbox, probes=False)
 
     with ThreadPoolExecutor(max_workers=max(1, parallel)) as pool:
         for label, want, res in pool.map(run, jobs):
