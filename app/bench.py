@@ -300,7 +300,7 @@ def run_bench(out: Path, runs: int, baseline_runs: int, burst_n: int,
         progress("naive judge (a fresh sandbox per submission, no pool, no cache):")
         # Expected outputs stay cached (they are the judge's, computed once per version).
         naive_env = {"TENSORJUDGE_POOL_SIZE": "0", "TENSORJUDGE_COMPILE_CACHE": "false",
-                     "TENSORJUDGE_FORK_SERVER": "false"}
+                     "TENSORJUDGE_FORK_SERVER": "false", "TENSORJUDGE_FORK_WARMED": "false"}
         with server("naive", tmp, naive_env) as url:
             naive = measure(Client(url), cases, baseline_runs, settle=False, progress=progress)
         docker = None

@@ -47,6 +47,9 @@ class Settings(BaseSettings):
     # Sandboxes forked from a server that imported the libraries once (root with cgroups;
     # elsewhere, and with false, every sandbox imports them itself).
     fork_server: bool = True
+    # And for the kinds whose warm-up runs JAX, sandboxes forked from a server that has run
+    # the warm-up too: a prepared sandbox costs a fork, not seconds of CPU.
+    fork_warmed: bool = True
 
     # The queue.
     lease_seconds: float = Field(default=60.0, gt=0, description="a worker's hold on a submission")

@@ -34,7 +34,8 @@ def make_worker_sandbox(settings: Any) -> Any:
                         pool_max_idle_mb=settings.pool_max_idle_mb,
                         pool_split=settings.pool_split,
                         compile_cache=settings.compile_cache, bwrap=settings.bwrap,
-                        fork_server=settings.fork_server, docker_host=settings.docker_host,
+                        fork_server=settings.fork_server, fork_warmed=settings.fork_warmed,
+                        docker_host=settings.docker_host,
                         docker_image=settings.docker_image,
                         docker_cache_volume=settings.docker_cache_volume)
 

@@ -9,10 +9,19 @@ import threading
 # by the whole interpreter. When two threads parse at once and a garbage collection switches
 # threads mid-conversion, one of them fails with "SystemError: AST constructor recursion depth
 # mismatch". Judges run in threads (validation, the worker's slots), so every parse goes
-# through this lock; a parse takes milliseconds.
+# through this lock; a parse takes milliseconds. Parses outside the judge's code cannot take
+# it (3.11's traceback module parses source lines to place its carets), so a parse that
+# meets one of those is tried again: the shared depth is whole again once both are done.
 _LOCK = threading.RLock()  # re-entrant: a finalizer that parses must not deadlock
+_ATTEMPTS = 5
 
 
 def parse(source: str, filename: str = "<unknown>") -> ast.Module:
     with _LOCK:
-        return ast.parse(source, filename=filename)
+        for attempt in range(_ATTEMPTS):
+            try:
+                return ast.parse(source, filename=filename)
+            except SystemError as e:
+                if "recursion depth mismatch" not in str(e) or attempt == _ATTEMPTS - 1:
+                    raise
+        raise AssertionError("unreachable")

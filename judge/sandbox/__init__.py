@@ -24,6 +24,7 @@ def make_sandbox(
     cache_root: Path | None = None,
     bwrap: str = "bwrap",
     fork_server: bool = True,
+    fork_warmed: bool = True,
     docker_host: str | None = None,
     docker_image: str | None = None,
     docker_cache_volume: str = "",
@@ -34,7 +35,8 @@ def make_sandbox(
     read-only by every sandbox. `bwrap`: the bubblewrap binary (a name on PATH or a path);
     SandboxUnavailable when it is missing, so a worker fails at start-up, not per job.
     `fork_server`: start sandboxes by forking a process that imported the libraries once,
-    where that is as safe as bubblewrap (root and cgroups).
+    where that is as safe as bubblewrap (root and cgroups); `fork_warmed`: for the kinds
+    whose warm-up runs JAX, from one that has run the warm-up as well.
     kind `docker`: a container per submission through the engine at `docker_host` (None:
     DOCKER_HOST or the default socket), from the sandbox image `docker_image`; its
     compilation cache is the engine's volume `docker_cache_volume` (empty: named after the
@@ -49,7 +51,8 @@ def make_sandbox(
             cconfig.image = docker_image
         sandbox = ContainerSandbox(cconfig)
     elif kind in ("bwrap", "local", ""):
-        config = BwrapConfig(bwrap=bwrap or "bwrap", fork_server=fork_server)
+        config = BwrapConfig(bwrap=bwrap or "bwrap", fork_server=fork_server,
+                             fork_warmed=fork_warmed)
         if compile_cache:
             from judge.sandbox import xla_cache
 

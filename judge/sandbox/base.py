@@ -61,6 +61,12 @@ class Backend(Protocol):
     def close(self) -> None: ...
 
 
+def self_prepared(header: dict) -> dict:
+    """The same kind of sandbox, one that prepares itself rather than being forked warm:
+    where a job a warm-forked sandbox handed back runs again (its own kind in a pool)."""
+    return {**header, "cold": True}
+
+
 def sandbox_env() -> dict[str, str]:
     """The whole environment a sandbox's processes see."""
     return {
@@ -70,6 +76,11 @@ def sandbox_env() -> dict[str, str]:
         "PYTHONDONTWRITEBYTECODE": "1",
         "JAX_PLATFORMS": "cpu",
         "TF_CPP_MIN_LOG_LEVEL": "2",
+        # XLA's concurrency-optimised schedule runs independent parts of a computation on
+        # its thread pool; a sandbox forked from a warmed server has no pool threads and
+        # would wait for them forever. One schedule for every sandbox keeps the judge's
+        # compilation cache's keys the same for all of them.
+        "XLA_FLAGS": "--xla_cpu_enable_concurrency_optimized_scheduler=false",
         "OMP_NUM_THREADS": "1",
         "MKL_NUM_THREADS": "1",
         "OPENBLAS_NUM_THREADS": "1",

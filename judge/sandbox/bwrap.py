@@ -63,6 +63,8 @@ class BwrapConfig:
     xla_cache_dir: Path | None = None
     # Fork sandboxes from a server that has imported the libraries (root with cgroups only).
     fork_server: bool = True
+    # And, for the kinds whose warm-up runs JAX, from one that has also run the warm-up.
+    fork_warmed: bool = True
 
 
 def python_runtime() -> tuple[Path, list[Path]]:
@@ -108,13 +110,14 @@ class BwrapSandbox:
         if self.is_root and self.setpriv is None:
             raise SandboxUnavailable("setpriv (util-linux) is needed to drop to a sandbox uid")
         self.fork_servers: ForkServers | None = None
+        self.handovers = 0  # jobs a warm-forked sandbox handed back (see _hand_back)
         if (self.config.fork_server and self.is_root and self.cgroups is not None
                 and self.cgroups.available):
             self.fork_servers = ForkServers(ZygoteLaunch(
                 bwrap_path=path, exe=str(self.exe), layout=self.layout_args,
                 site_dirs=[dst for _, dst in self.site_binds()],
                 cgroup_parents=self.cgroups.parents(), tmpfs_bytes=self.config.tmpfs_bytes,
-                runner_source=RUNNER_SOURCE))
+                runner_source=RUNNER_SOURCE), warm=self.config.fork_warmed)
 
     def close(self) -> None:
         """Ends the fork servers; sandboxes already started are not affected."""
@@ -211,7 +214,8 @@ class BwrapSandbox:
         waits, locked only by its namespaces, for the one job it will ever run.
 
         `background`: prepare at low CPU priority (a pool's spare), so judging in progress
-        keeps the CPU; `Spawned.foreground()` restores it when its job comes."""
+        keeps the CPU; `Spawned.foreground()` restores it when its job comes. A kind may be
+        forked from a warmed fork server, unless `prepare` says `cold` (base.self_prepared)."""
         cgroup = None
         if self.cgroups is not None and self.cgroups.available:
             cgroup = self.cgroups.create(memory_bytes, self.config.max_pids)
@@ -225,13 +229,15 @@ class BwrapSandbox:
             cgroup.set_background(True)
         forked = None
         if self.fork_servers is not None and cgroup is not None and not cache_writable:
-            forked = self.fork_servers.fork(prepare, cgroup, uid, background)
+            forked = self.fork_servers.fork(prepare, full, cgroup, uid, background,
+                                            warm=not prepare.get("cold"))
         if forked is not None:
             proc: Process = forked[0]
             chan_r = forked[1]
         else:
             proc, chan_r = self._start(cgroup, uid, full, cache_writable, background)
-        sp = Spawned(proc, chan_r, cgroup, uid, time.monotonic(), niced=background)
+        sp = Spawned(proc, chan_r, cgroup, uid, time.monotonic(), niced=background,
+                     warmed=forked is not None and forked[2])
         try:
             assert proc.stdin is not None
             proc.stdin.write(wire.encode_job(full, []))
@@ -297,17 +303,37 @@ class BwrapSandbox:
             raise
         if raw.finished:
             _reaper.submit(sp.destroy)
-            return raw
-        sp.destroy()
-        raw.oom_killed = sp.oom_killed
-        raw.peak_memory_bytes = sp.peak_bytes
+        else:
+            sp.destroy()
+            raw.oom_killed = sp.oom_killed
+            raw.peak_memory_bytes = sp.peak_bytes
         raw.spawn_warm_ms = sp.warm_ms
+        if sp.warmed and _hand_back(raw):
+            # Nothing of this attempt counts: whoever asked runs the job again, from its
+            # start, where it can compile (run() below; a pool, in a sandbox of its own).
+            raw.handed_back = True
+            self.handovers += 1
         return raw
 
     def run(self, header: dict, tests_args: list[dict], plan: RunPlan) -> RawRun:
         """A fresh sandbox for one job: spawn, prepare, run, destroy."""
         sp = self.spawn(header, plan.memory_bytes)
-        return self.execute(sp, header, tests_args, plan)
+        raw = self.execute(sp, header, tests_args, plan)
+        if raw.handed_back:
+            cold = base.self_prepared(header)
+            raw = self.execute(self.spawn(cold, plan.memory_bytes), cold, tests_args, plan)
+        return raw
 
     def rlimits(self, plan: RunPlan) -> dict:
         return base.rlimits(plan, self.cgroups is not None and self.cgroups.available)
+
+
+def _hand_back(raw: RawRun) -> bool:
+    """Whether a run in a sandbox forked from a warmed server must run again in one that
+    prepared itself: it met a compilation (the runner's handover), or it ended in a way a
+    wait that can never end would look (out of time, or gone without its last word). A
+    hang of the fork's making must not become a verdict; a real one is met again there."""
+    if raw.first("handover") is not None:
+        return True
+    return raw.timed_out or not (raw.finished or raw.oom_killed or raw.ole)
+

@@ -123,7 +123,8 @@ class ForkServer:
             self.close()
             raise ForkServerError(f"the fork server did not start: {e}; {self._tail}") from e
         self.pid = int(reply.get("pid", 0))
-        if reply.get("threads") != 1:
+        self.warmed = bool(config.get("warm"))
+        if reply.get("threads") != 1 and not self.warmed:
             self.close()
             raise ForkServerError(f"the fork server has {reply.get('threads')} threads after "
                                   "its imports: forking it would not be safe")
@@ -217,18 +218,30 @@ class ZygoteLaunch:
     runner_source: str
 
 
+def warmable(prepare: dict) -> bool:
+    """Whether sandboxes of this kind are forked from a warmed server: the kinds whose
+    warm-up runs JAX (Flax, or eager jax.numpy), where preparing costs seconds. NumPy and
+    PyTorch sandboxes prepare in milliseconds; jitted JAX compiles its own code anyway."""
+    preload = prepare.get("preload", [])
+    return bool(prepare.get("warmup")) and ("flax.linen" in preload or EAGER_JAX in preload)
+
+
 class ForkServers:
-    """A sandbox host's zygotes, one per set of libraries imported ahead, started on first
-    use. Any failure means None: the caller starts that sandbox with bubblewrap."""
+    """A sandbox host's zygotes, started on first use: one per set of libraries imported
+    ahead, and one per warmable kind (warmable()) that has also run the kind's preparation.
+    Any failure means None: the caller starts that sandbox another way."""
 
     RETRY_AFTER_S = 60.0
 
-    def __init__(self, launch: ZygoteLaunch):
+    def __init__(self, launch: ZygoteLaunch, warm: bool = True):
         self.launch = launch
+        self.warm = warm
         self._servers: dict[tuple[str, ...], ForkServer] = {}
         self._lock = threading.Lock()
-        self._broken_until = 0.0
+        self._starting: dict[tuple[str, ...], threading.Lock] = {}
+        self._broken_until: dict[tuple[str, ...], float] = {}
         self.forked = 0  # sandboxes forked
+        self.forked_warm = 0  # of which from a warmed server
         self.fallbacks = 0  # sandboxes bubblewrap had to start instead
 
     def _args(self) -> list[str]:
@@ -240,48 +253,71 @@ class ForkServers:
             a += ["--bind", str(d), str(d)]
         return a
 
-    def _server(self, preload: tuple[str, ...]) -> ForkServer | None:
+    def _live(self, key: tuple[str, ...]) -> ForkServer | None:
         with self._lock:
-            server = self._servers.get(preload)
-            if server is not None and server.alive():
-                return server
-            if server is not None:
+            server = self._servers.get(key)
+            if server is not None and not server.alive():
                 server.close()
-                del self._servers[preload]
-            if time.monotonic() < self._broken_until:
+                del self._servers[key]
+                server = None
+            return server
+
+    def _server(self, key: tuple[str, ...], config: dict[str, Any]) -> ForkServer | None:
+        server = self._live(key)
+        if server is not None:
+            return server
+        with self._lock:
+            starting = self._starting.setdefault(key, threading.Lock())
+        # One start per key at a time; a warmed server takes seconds, other keys go on.
+        with starting:
+            server = self._live(key)
+            if server is not None:
+                return server
+            if time.monotonic() < self._broken_until.get(key, 0.0):
                 return None
             launch = self.launch
-            config = {"site_dirs": launch.site_dirs, "preload": list(preload),
-                      "runner_source": launch.runner_source}
+            config = {"site_dirs": launch.site_dirs, "runner_source": launch.runner_source,
+                      **config}
             try:
                 server = ForkServer(launch.bwrap_path, options_pipe(self._args()), launch.exe,
                                     config, host_env())
             except ForkServerError as e:
-                log.warning("no fork server, sandboxes start with bubblewrap: %s", e)
-                self._broken_until = time.monotonic() + self.RETRY_AFTER_S
+                log.warning("no fork server for %s, sandboxes start another way: %s",
+                            ",".join(key) or "python", e)
+                self._broken_until[key] = time.monotonic() + self.RETRY_AFTER_S
                 return None
-            self._servers[preload] = server
+            with self._lock:
+                self._servers[key] = server
             return server
 
-    def fork(self, prepare: dict, cgroup: Cgroup, uid: int,
-             background: bool) -> tuple[ForkedProcess, int] | None:
-        # One fork server per set of libraries: the eager-JAX marker changes the warm-up, not
-        # what the server imports.
+    def fork(self, prepare: dict, full: dict, cgroup: Cgroup, uid: int, background: bool,
+             warm: bool = True) -> tuple[ForkedProcess, int, bool] | None:
+        """A sandbox forked from a warmed server for its kind if it has one and `warm` (then
+        the last item is True), else from the server that imported its libraries."""
+        attempts: list[tuple[tuple[str, ...], dict[str, Any], bool]] = []
+        if warm and self.warm and warmable(prepare):
+            key = ("warm", str(prepare["warmup"].get("key")),
+                   *sorted(prepare.get("preload", [])))
+            attempts.append((key, {"preload": full["preload"], "warm": full}, True))
+        # The eager-JAX marker changes the warm-up, not what the server imports.
         libs = tuple(m for m in prepare.get("preload", []) if m != EAGER_JAX)
-        server = self._server(libs)
-        if server is None:
-            self.fallbacks += 1
-            return None
+        attempts.append((libs, {"preload": list(libs)}, False))
         unmount = ["/proc", "/tmp"] + [str(d) for d in self.launch.cgroup_parents]
-        try:
-            forked = server.fork(uid, cgroup, self.launch.tmpfs_bytes, unmount,
-                                 background)
-        except ForkServerError as e:
-            log.warning("fork server failed, starting with bubblewrap: %s", e)
-            self.fallbacks += 1
-            return None
-        self.forked += 1
-        return forked
+        for key, config, warmed in attempts:
+            server = self._server(key, config)
+            if server is None:
+                continue
+            try:
+                proc, chan_r = server.fork(uid, cgroup, self.launch.tmpfs_bytes, unmount,
+                                           background)
+            except ForkServerError as e:
+                log.warning("fork server failed, starting another way: %s", e)
+                continue
+            self.forked += 1
+            self.forked_warm += warmed
+            return proc, chan_r, warmed
+        self.fallbacks += 1
+        return None
 
     def memory_bytes(self) -> int:
         with self._lock:

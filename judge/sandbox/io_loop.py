@@ -99,6 +99,9 @@ class RawRun:
     finished: bool = False  # the runner reported a final frame; teardown may come later
     warm: dict | None = None  # the preparation report, when it arrived during this run
     spawn_warm_ms: float | None = None  # spawn to warm, for a pooled sandbox
+    # The sandbox, forked warm, could not run this job (see BwrapSandbox.execute): nothing of
+    # this run counts, and the job runs again in a sandbox that prepares itself.
+    handed_back: bool = False
 
     def first(self, ev: str) -> Frame | None:
         return next((f for f in self.frames if f.ev == ev), None)

@@ -22,7 +22,7 @@ from collections import OrderedDict, deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from judge.sandbox.base import Backend, Started
+from judge.sandbox.base import Backend, Started, self_prepared
 from judge.sandbox.io_loop import RawRun, RunPlan
 
 log = logging.getLogger("tensorjudge.pool")
@@ -30,7 +30,8 @@ log = logging.getLogger("tensorjudge.pool")
 
 def pool_key(header: dict) -> str:
     warm = header.get("warmup") or {}
-    basis = {"preload": sorted(header.get("preload", [])), "warmup": warm.get("key")}
+    basis = {"preload": sorted(header.get("preload", [])), "warmup": warm.get("key"),
+             "cold": bool(header.get("cold"))}
     return hashlib.sha256(json.dumps(basis, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -99,7 +100,14 @@ class SandboxPool:
         with self._lock:
             self._active += 1
         try:
-            return self.sandbox.execute(sp, header, tests_args, plan)
+            raw = self.sandbox.execute(sp, header, tests_args, plan)
+            if raw.handed_back:
+                # Once a kind has handed a job back, the pool keeps spares that prepare
+                # themselves for it too (a slot of their own, with its own demand).
+                cold = self_prepared(header)
+                raw = self.sandbox.execute(self.acquire(cold, plan.memory_bytes), cold,
+                                           tests_args, plan)
+            return raw
         finally:
             with self._lock:
                 self._active -= 1
@@ -178,7 +186,8 @@ class SandboxPool:
     def _slot(self, key: str, header: dict, memory_bytes: int) -> _Slot:
         slot = self._slots.get(key)
         if slot is None:
-            prepare = {"preload": header.get("preload", []), "warmup": header.get("warmup")}
+            prepare = {"preload": header.get("preload", []), "warmup": header.get("warmup"),
+                       "cold": bool(header.get("cold"))}
             slot = self._slots[key] = _Slot(prepare, memory_bytes)
         slot.memory_bytes = max(slot.memory_bytes, memory_bytes)
         self._slots.move_to_end(key)

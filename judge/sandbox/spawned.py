@@ -27,6 +27,8 @@ class Spawned:
     t_spawn: float
     reader: FrameReader = field(default_factory=lambda: FrameReader(max_payload=lambda h: 0))
     niced: bool = False
+    # Forked from a warmed fork server: it cannot compile, and hands such jobs back.
+    warmed: bool = False
     warm_ms: float | None = None
     oom_killed: bool = False
     peak_bytes: int | None = None

@@ -1,7 +1,10 @@
 """The fork server: imports the libraries once, then forks every new sandbox from itself, so
 a sandbox starts with numpy, JAX and Flax already imported (about a third of a Flax sandbox's
-start-up CPU). Forking happens before JAX's backend starts: a process whose backend runs has
-threads, and its forked child hangs.
+start-up CPU). An import-only server forks before JAX's backend starts. A warmed server (the
+config's `warm`: a sandbox's preparation message) runs the runner's whole preparation first,
+backend and warm-up included, and its sandboxes start where it ended: safe because every
+operation ran to its end on this thread (synchronous dispatch, no concurrent schedule), and
+a compilation, which would need XLA's threads, is handed back by the runner.
 
 Self-contained like the runner: the host passes this file's source with `python -I -S -B -c`,
 inside bubblewrap run by the host's root without a user namespace. Its view is the sandbox's
@@ -177,6 +180,18 @@ def _load(config):
     runner: dict = {"__name__": "tensorjudge_runner"}
     exec(compile(config["runner_source"], "runner.py", "exec"), runner)
     runner["_setup_paths"](config)
+    warm = config.get("warm")
+    if warm:
+        import warnings
+
+        # Python warns at every fork of a process with threads; these are XLA's, idle, and
+        # the warning would reach every sandbox's stderr as if the user's.
+        warnings.filterwarnings("ignore", message=r"os\.fork\(\) was called",
+                                category=RuntimeWarning)
+        # A warmed server: the runner's whole preparation (imports, JAX's backend, the
+        # problem's warm-up) happens once, here, and every sandbox starts where it ended.
+        prepared = runner["prepare_quietly"](warm)
+        return lambda: runner["main"](prepared)
     for name in ["numpy"] + config["preload"]:  # the runner always needs numpy
         # A failure here fails again in the runner, and is reported there.
         with contextlib.suppress(Exception):
@@ -200,6 +215,7 @@ def serve(sock):
     config = json.loads(sock.recv(1 << 20))
     _seal_layout()
     runner_main = _load(config)
+    warm = bool(config.get("warm"))
     # What the imports made lives as long as every sandbox forked from here, and a collection
     # in a sandbox would write to each of those objects, copying nearly every page it shares
     # with this process: about 80 ms and 17 MiB per sandbox. Frozen, they are never visited.
@@ -216,8 +232,10 @@ def serve(sock):
             os._exit(0)  # the judge is gone
         try:
             req = json.loads(msg)
-            # One thread only, or a child could inherit a lock some other thread held.
-            if len(fds) != 5 or _threads() != 1:
+            # One thread only, or a child could inherit a lock some other thread held. A
+            # warmed server's other threads are XLA's, idle: every operation ran to its end
+            # on this thread (synchronous dispatch), and none compiles between jobs.
+            if len(fds) != 5 or (_threads() != 1 and not warm):
                 raise RuntimeError(f"cannot fork: {len(fds)} descriptors, {_threads()} threads")
             pid = os.fork()
         except Exception as e:  # noqa: BLE001 - said to the judge, which falls back

@@ -3,6 +3,9 @@ import gc
 import threading
 import time
 from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
 
 from judge import pysource
 
@@ -55,3 +58,27 @@ def test_syntax_errors_pass_through():
         assert e.filename == "solution.py" and e.lineno == 1
     else:
         raise AssertionError("no SyntaxError")
+
+
+def test_a_parse_that_met_an_unlocked_one_is_tried_again(monkeypatch):
+    real = ast.parse
+    calls = []
+
+    def racing(source, *args, **kwargs):
+        calls.append(source)
+        if len(calls) == 1:  # what a traceback's own parse in another thread causes
+            raise SystemError("AST constructor recursion depth mismatch (before=30, after=46)")
+        return real(source, *args, **kwargs)
+
+    monkeypatch.setattr(pysource, "ast", SimpleNamespace(parse=racing))
+    assert isinstance(pysource.parse("x = 1\n"), ast.Module)
+    assert len(calls) == 2
+
+
+def test_other_system_errors_are_not_hidden(monkeypatch):
+    def broken(source, *args, **kwargs):
+        raise SystemError("something else")
+
+    monkeypatch.setattr(pysource, "ast", SimpleNamespace(parse=broken))
+    with pytest.raises(SystemError, match="something else"):
+        pysource.parse("x = 1\n")

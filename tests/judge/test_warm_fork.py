@@ -1,0 +1,160 @@
+"""Sandboxes forked from a warmed fork server: one that has run the kind's whole preparation
+(JAX's backend, the problem's warm-up) once, so each sandbox starts where it ended. A job that
+needs a compilation there is handed back and judged, from its start, in a sandbox that
+prepared itself; nothing of one sandbox reaches the next."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from judge.engine import judge
+from judge.package import Package, load_package
+from judge.sandbox import BwrapSandbox, SandboxPool
+from judge.verdicts import Verdict
+from tests.conftest import FIXTURES, REPO
+from tests.judge.conftest import forked_sandbox
+
+pytestmark = pytest.mark.sandbox
+
+# The problem's warm-up: eager jax.numpy, doubling at every test's shape.
+WARMUP = '''
+import numpy as np
+
+
+def warmup(cases, preload):
+    if "jax.numpy" not in preload:
+        return
+    import jax.numpy as jnp
+
+    for case in cases:
+        x = np.zeros(case["x"]["shape"], np.float32)
+        np.asarray((2 * jnp.asarray(x)).reshape(-1))
+'''
+WARMED = "import jax.numpy as jnp\n\ndef double(x):\n    return (2 * jnp.asarray(x)).reshape(-1)\n"
+# An operation the warm-up never ran: it compiles.
+NEW_OP = ("import jax.numpy as jnp\n\ndef double(x):\n"
+          "    x = jnp.asarray(x)\n    return jnp.add(x, x).reshape(-1)\n")
+# Waits forever, but only where the warmed server's hand-over hook is installed: what a wait
+# of the fork's own making (a thread the fork does not have) looks like to the judge.
+HANGS_IF_FORKED_WARM = """
+import jax.numpy as jnp
+import jax._src.compiler as compiler
+
+def double(x):
+    if compiler.compile_or_get_cached.__name__ == "hand_over":
+        while True:
+            pass
+    return (2 * jnp.asarray(x)).reshape(-1)
+"""
+LEAVES_A_MARK = """
+import jax.numpy as jnp
+import numpy as np
+
+def double(x):
+    jnp.tensorjudge_mark = True
+    np.tensorjudge_mark = True
+    with open("/tmp/mark", "w") as f:
+        f.write("x")
+    return (2 * jnp.asarray(x)).reshape(-1)
+"""
+FINDS_NO_MARK = """
+import os
+import jax.numpy as jnp
+import numpy as np
+
+def double(x):
+    seen = [hasattr(jnp, "tensorjudge_mark"), hasattr(np, "tensorjudge_mark"),
+            os.path.exists("/tmp/mark")]
+    y = (2 * jnp.asarray(x)).reshape(-1)
+    return y + 1 if any(seen) else y
+"""
+
+
+@pytest.fixture(scope="module")
+def eager_double(tmp_path_factory: pytest.TempPathFactory) -> Package:
+    root: Path = tmp_path_factory.mktemp("problems") / "double"
+    shutil.copytree(FIXTURES / "double", root)
+    toml = root / "problem.toml"
+    toml.write_text(toml.read_text().replace('frameworks = ["numpy"]',
+                                             'frameworks = ["numpy", "jax"]'))
+    (root / "warmup.py").write_text(WARMUP)
+    return load_package(root)
+
+
+@pytest.fixture(scope="module")
+def warm() -> BwrapSandbox:
+    sb = forked_sandbox()
+    yield sb
+    sb.close()
+
+
+def test_a_warmed_kind_is_forked_from_its_warmed_server(warm, eager_double):
+    servers = warm.fork_servers
+    before, handovers = servers.forked_warm, warm.handovers
+    for _ in range(2):
+        res = judge(eager_double, WARMED, warm, probes=False)
+        assert res.verdict is Verdict.AC, res.to_dict()
+        assert "os.fork()" not in res.stderr  # the fork's warning is not the user's
+    assert servers.forked_warm >= before + 2
+    assert warm.handovers == handovers
+
+
+def test_a_job_that_compiles_is_handed_back_and_judged_where_it_can(warm, eager_double):
+    handovers = warm.handovers
+    res = judge(eager_double, NEW_OP, warm, samples_only=True)
+    assert res.verdict is Verdict.AC, res.to_dict()
+    assert warm.handovers == handovers + 1
+
+
+def test_a_wait_of_the_forks_making_never_becomes_a_verdict(warm, eager_double):
+    handovers = warm.handovers
+    res = judge(eager_double, HANGS_IF_FORKED_WARM, warm, samples_only=True)
+    assert res.verdict is Verdict.AC, res.to_dict()
+    assert warm.handovers == handovers + 1
+
+
+def test_nothing_of_one_warm_forked_sandbox_reaches_the_next(warm, eager_double):
+    before = warm.fork_servers.forked_warm
+    assert judge(eager_double, LEAVES_A_MARK, warm, samples_only=True).verdict is Verdict.AC
+    res = judge(eager_double, FINDS_NO_MARK, warm, samples_only=True)
+    assert res.verdict is Verdict.AC, res.to_dict()
+    assert warm.fork_servers.forked_warm == before + 2
+
+
+def test_the_warmed_server_sees_no_judge_files_and_is_shared_once(warm, eager_double):
+    judge(eager_double, WARMED, warm, samples_only=True)
+    servers = warm.fork_servers
+    warmed = [s for s in servers._servers.values() if s.warmed]
+    assert warmed
+    for server in warmed:
+        root = f"/proc/{server.pid}/root"
+        assert os.path.isdir(f"{root}/usr")
+        for path in (str(REPO), "/etc/passwd", "/var/lib/postgresql", "/home"):
+            assert not os.path.exists(root + path), path
+    # Its memory is counted once, as the sandboxes' shared memory, not in each sandbox.
+    assert warm.shared_memory_bytes() >= sum(s.memory_bytes() for s in warmed) > 0
+
+
+def test_numpy_submissions_are_not_forked_warm(warm, eager_double):
+    before = warm.fork_servers.forked_warm
+    code = "def double(x):\n    return (2 * x).reshape(-1)\n"
+    assert judge(eager_double, code, warm, samples_only=True).verdict is Verdict.AC
+    assert warm.fork_servers.forked_warm == before
+
+
+def test_a_pool_reruns_a_handed_back_job_in_a_spare_that_prepares_itself(warm, eager_double):
+    pool = SandboxPool(warm, per_key=1, split_idle=False)
+    handovers = warm.handovers
+    try:
+        for _ in range(2):
+            res = judge(eager_double, NEW_OP, pool, samples_only=True)
+            assert res.verdict is Verdict.AC, res.to_dict()
+        assert warm.handovers == handovers + 2
+        cold = [s for s in pool._slots.values() if s.prepare.get("cold")]
+        assert len(cold) == 1  # the kind's own slot, kept ready after the first hand-over
+    finally:
+        pool.close()
