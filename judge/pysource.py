@@ -16,12 +16,17 @@ _LOCK = threading.RLock()  # re-entrant: a finalizer that parses must not deadlo
 _ATTEMPTS = 5
 
 
+def is_parse_race(e: BaseException) -> bool:
+    """The SystemError of two unlocked parses at once (see above): worth trying again."""
+    return isinstance(e, SystemError) and "recursion depth mismatch" in str(e)
+
+
 def parse(source: str, filename: str = "<unknown>") -> ast.Module:
     with _LOCK:
         for attempt in range(_ATTEMPTS):
             try:
                 return ast.parse(source, filename=filename)
             except SystemError as e:
-                if "recursion depth mismatch" not in str(e) or attempt == _ATTEMPTS - 1:
+                if not is_parse_race(e) or attempt == _ATTEMPTS - 1:
                     raise
         raise AssertionError("unreachable")

@@ -82,3 +82,21 @@ def test_other_system_errors_are_not_hidden(monkeypatch):
     monkeypatch.setattr(pysource, "ast", SimpleNamespace(parse=broken))
     with pytest.raises(SystemError, match="something else"):
         pysource.parse("x = 1\n")
+
+
+def test_preparing_tests_is_tried_again_after_a_parse_race(monkeypatch, double):
+    from judge import prepared
+
+    real = prepared._prepare
+    calls = []
+
+    def racing(package, samples_only):
+        calls.append(1)
+        if len(calls) == 1:
+            raise SystemError("AST constructor recursion depth mismatch (before=51, after=48)")
+        return real(package, samples_only)
+
+    monkeypatch.setattr(prepared, "_prepare", racing)
+    monkeypatch.setattr(prepared, "_PREPARED", type(prepared._PREPARED)())
+    assert prepared.prepare(double, True).tests
+    assert len(calls) == 2
