@@ -27,7 +27,7 @@ from judge.package import Package
 from judge.parallel import compiles_itself, idle_sandboxes, judge_in_parts
 from judge.params import parse_variables
 from judge.prepared import PreparedTests, prepare
-from judge.sandbox.base import EAGER_JAX
+from judge.sandbox.base import EAGER_JAX, self_prepared
 from judge.sandbox.io_loop import RawRun, RunPlan
 from judge.verdicts import JudgeResult, TestResult, Verdict, aggregate
 
@@ -136,6 +136,14 @@ def sandbox_header(package: Package, code: str, preload: list[str]) -> dict:
     return header
 
 
+def submission_header(package: Package, code: str, tree: ast.AST) -> dict:
+    """The header for this submission's sandbox. One that compiles its own code (jax.jit...)
+    is not forked from a warmed server: it would only be handed back at its first
+    compilation (judge/sandbox/runner.py)."""
+    header = sandbox_header(package, code, imported_frameworks(tree))
+    return self_prepared(header) if compiles_itself(tree) else header
+
+
 def syntax_error_message(e: SyntaxError, code: str) -> str:
     line = e.lineno or 0
     lines = code.splitlines()
@@ -196,8 +204,7 @@ def _extra_runs(package: Package, code: str,
         plan = RunPlan(time_ms=limits.time_ms, memory_bytes=limits.memory_mb << 20,
                        output_cap=limits.output_kb << 10,
                        ole_limit=OLE_FACTOR * (limits.output_kb << 10), expected_sizes=sizes)
-        header = sandbox_header(package, code, imported_frameworks(
-            pysource.parse(code, filename="solution.py")))
+        header = submission_header(package, code, pysource.parse(code, filename="solution.py"))
         raw = sandbox.run(header, args, plan)
         outs: list[np.ndarray | None] = [None] * len(args)
         for frame in raw.frames:
@@ -257,7 +264,7 @@ def _judge(
         ole_limit=OLE_FACTOR * (limits.output_kb << 10),
         expected_sizes=[int(e.size) for e in prepared.expected],
     )
-    header = sandbox_header(package, code, imported_frameworks(tree))
+    header = submission_header(package, code, tree)
     tol = Tolerance(package.manifest.tolerance.atol, package.manifest.tolerance.rtol)
     if on_test is not None:
         def on_frame(frame: wire.Frame) -> None:

@@ -111,6 +111,7 @@ class BwrapSandbox:
             raise SandboxUnavailable("setpriv (util-linux) is needed to drop to a sandbox uid")
         self.fork_servers: ForkServers | None = None
         self.handovers = 0  # jobs a warm-forked sandbox handed back (see _hand_back)
+        self.hang_reruns = 0  # of those, the ones that waited out their time instead
         if (self.config.fork_server and self.is_root and self.cgroups is not None
                 and self.cgroups.available):
             self.fork_servers = ForkServers(ZygoteLaunch(
@@ -313,6 +314,8 @@ class BwrapSandbox:
             # start, where it can compile (run() below; a pool, in a sandbox of its own).
             raw.handed_back = True
             self.handovers += 1
+            if raw.first("handover") is None:
+                self.hang_reruns += 1
         return raw
 
     def run(self, header: dict, tests_args: list[dict], plan: RunPlan) -> RawRun:
@@ -323,6 +326,11 @@ class BwrapSandbox:
             cold = base.self_prepared(header)
             raw = self.execute(self.spawn(cold, plan.memory_bytes), cold, tests_args, plan)
         return raw
+
+    @property
+    def forks_warm(self) -> bool:
+        """Whether a header's `cold` changes how its sandbox starts (base.self_prepared)."""
+        return self.fork_servers is not None and self.fork_servers.warm
 
     def rlimits(self, plan: RunPlan) -> dict:
         return base.rlimits(plan, self.cgroups is not None and self.cgroups.available)

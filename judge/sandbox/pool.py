@@ -86,6 +86,12 @@ class SandboxPool:
                                             thread_name_prefix="tj-pool-spawn")
         self._closed = False
 
+    def _key(self, header: dict) -> str:
+        # Where `cold` changes nothing (no warmed fork servers), it is not a kind of its own.
+        if header.get("cold") and not getattr(self.sandbox, "forks_warm", False):
+            header = {**header, "cold": False}
+        return pool_key(header)
+
     @property
     def kind(self) -> str:
         return self.sandbox.kind
@@ -119,7 +125,7 @@ class SandboxPool:
         then idle. Under load this says None and each job keeps to one sandbox."""
         if not self.split_idle or count < 2:
             return None
-        key = pool_key(header)
+        key = self._key(header)
         with self._lock:
             slot = self._slots.get(key)
             if self._active or slot is None or self._closed:
@@ -139,14 +145,14 @@ class SandboxPool:
 
     def prewarm(self, header: dict, memory_bytes: int) -> None:
         """Declare a key worth keeping ready from the start."""
-        key = pool_key(header)
+        key = self._key(header)
         with self._lock:
             slot = self._slot(key, header, memory_bytes)
             slot.last_demand = time.monotonic()
         self._refill()
 
     def acquire(self, header: dict, memory_bytes: int) -> Started:
-        key = pool_key(header)
+        key = self._key(header)
         deadline = time.monotonic() + self.prepare_timeout_s
         with self._lock:
             slot = self._slot(key, header, memory_bytes)

@@ -448,7 +448,11 @@ def _hand_over_compiles(chan):
     compiles on threads of its own: a compilation there would wait forever. Every one (and
     every read of the compilation cache) passes through this function of JAX's, so the first
     ends the run with a request the judge answers by running the job again, from its start,
-    in a sandbox that prepared itself. os._exit: no handler of the user's can keep it waiting."""
+    in a sandbox that prepared itself. os._exit: no handler of the user's can keep it waiting.
+    Lowering to MLIR comes first, and may not be followed by a compilation (JAX keeps
+    compiled modules by content): MLIR verifies a module of several functions on a thread
+    pool the fork does not have (the server's warm-up started it), so here every new MLIR
+    context works on the calling thread alone."""
     compiler = sys.modules.get("jax._src.compiler")
     if compiler is None:
         return
@@ -459,6 +463,16 @@ def _hand_over_compiles(chan):
         os._exit(HANDOVER_EXIT)
 
     compiler.compile_or_get_cached = hand_over  # type: ignore[attr-defined]
+    mlir = sys.modules.get("jax._src.interpreters.mlir")
+    if mlir is not None:
+        make_context = mlir.make_ir_context
+
+        def single_threaded_context():
+            context = make_context()
+            context.enable_multithreading(False)
+            return context
+
+        mlir.make_ir_context = single_threaded_context  # type: ignore[attr-defined]
 
 
 def main(prepared=None):

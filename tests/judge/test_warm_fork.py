@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from judge.engine import judge
+from judge.engine import judge, submission_header
 from judge.package import Package, load_package
+from judge.pysource import parse
 from judge.sandbox import BwrapSandbox, SandboxPool
 from judge.verdicts import Verdict
 from tests.conftest import FIXTURES, REPO
@@ -30,14 +31,40 @@ def warmup(cases, preload):
         return
     import jax.numpy as jnp
 
+    import jax
+
     for case in cases:
         x = np.zeros(case["x"]["shape"], np.float32)
         np.asarray((2 * jnp.asarray(x)).reshape(-1))
+        # Operations made of several functions (as Flax's layers are): lowering them starts
+        # MLIR's thread pool in the warmed server.
+        np.asarray(jax.nn.softmax(jnp.asarray(x)) + jnp.var(jnp.asarray(x), axis=-1, keepdims=True))
 '''
 WARMED = "import jax.numpy as jnp\n\ndef double(x):\n    return (2 * jnp.asarray(x)).reshape(-1)\n"
 # An operation the warm-up never ran: it compiles.
 NEW_OP = ("import jax.numpy as jnp\n\ndef double(x):\n"
           "    x = jnp.asarray(x)\n    return jnp.add(x, x).reshape(-1)\n")
+# Many operations under jax.jit, reached by a name the judge does not see as compiling (so
+# the job is forked warm): a module of several functions, which MLIR verifies on its threads.
+JITTED_LAYERS = """
+import jax
+import jax.numpy as jnp
+
+compiled = getattr(jax, "ji" + "t")
+
+
+@compiled
+def _layers(x):
+    y = x
+    for i in range(8):
+        y = jax.nn.softmax(y * (i + 1.0), axis=-1) + jnp.var(y, axis=-1, keepdims=True)
+        y = jax.nn.standardize(y, axis=-1) + jnp.linalg.norm(y, axis=-1, keepdims=True)
+    return 2 * x + 0 * y
+
+
+def double(x):
+    return _layers(jnp.asarray(x)).reshape(-1)
+"""
 # Waits forever, but only where the warmed server's hand-over hook is installed: what a wait
 # of the fork's own making (a thread the fork does not have) looks like to the judge.
 HANGS_IF_FORKED_WARM = """
@@ -110,11 +137,20 @@ def test_a_job_that_compiles_is_handed_back_and_judged_where_it_can(warm, eager_
     assert warm.handovers == handovers + 1
 
 
+def test_a_jitted_function_is_handed_back_when_it_is_lowered(warm, eager_double):
+    """MLIR's verifier of a module this large waits on threads the fork does not have: the
+    hand-over comes at the lowering, not from waiting out the test's time."""
+    handovers, hangs = warm.handovers, warm.hang_reruns
+    res = judge(eager_double, JITTED_LAYERS, warm, samples_only=True)
+    assert res.verdict is Verdict.AC, res.to_dict()
+    assert (warm.handovers, warm.hang_reruns) == (handovers + 1, hangs)
+
+
 def test_a_wait_of_the_forks_making_never_becomes_a_verdict(warm, eager_double):
-    handovers = warm.handovers
+    handovers, hangs = warm.handovers, warm.hang_reruns
     res = judge(eager_double, HANGS_IF_FORKED_WARM, warm, samples_only=True)
     assert res.verdict is Verdict.AC, res.to_dict()
-    assert warm.handovers == handovers + 1
+    assert (warm.handovers, warm.hang_reruns) == (handovers + 1, hangs + 1)
 
 
 def test_nothing_of_one_warm_forked_sandbox_reaches_the_next(warm, eager_double):
@@ -158,3 +194,12 @@ def test_a_pool_reruns_a_handed_back_job_in_a_spare_that_prepares_itself(warm, e
         assert len(cold) == 1  # the kind's own slot, kept ready after the first hand-over
     finally:
         pool.close()
+
+
+def test_a_flax_submission_that_compiles_itself_is_not_forked_warm(eager_double):
+    flax = "import flax.linen as nn\nimport jax\n\ndef double(x):\n    return x\n"
+    jitted = flax + "\nfast = jax.jit(double)\n"
+    warm_header = submission_header(eager_double, flax, parse(flax))
+    cold_header = submission_header(eager_double, jitted, parse(jitted))
+    assert "flax.linen" in warm_header["preload"] and not warm_header.get("cold")
+    assert cold_header["cold"] and cold_header["preload"] == warm_header["preload"]
