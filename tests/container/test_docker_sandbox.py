@@ -17,7 +17,9 @@ from tests import docker_engine
 from tests.conftest import FIXTURES, REPO
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.container]
-PACKAGES = discover(REPO / "problems")
+# Every package's verdicts are proven on bubblewrap (tests/judge); in containers, one Flax
+# package and one with NumPy, JAX and PyTorch cover every kind of sandbox the engine prepares.
+PACKAGES = [p for p in discover(REPO / "problems") if p.name in ("encoder-block", "decoder-block")]
 
 
 @pytest.fixture(scope="module")
