@@ -34,15 +34,9 @@ def prepare(package: Package, samples_only: bool) -> PreparedTests:
         if key in _PREPARED:
             _PREPARED.move_to_end(key)
             return _PREPARED[key]
-    for attempt in range(3):
-        try:
-            prepared = _prepare(package, samples_only)
-            break
-        except SystemError as e:
-            # The reference's libraries parse source too (outside pysource's lock): a
-            # parse in another thread at that moment fails this one, not the next.
-            if not pysource.is_parse_race(e) or attempt == 2:
-                raise
+    # The reference's libraries parse source too (outside pysource's lock): a parse in
+    # another thread at that moment fails this one, not the next.
+    prepared = pysource.retried_after_parse_race(lambda: _prepare(package, samples_only), 3)
     with _PREPARED_LOCK:
         _PREPARED[key] = prepared
         while len(_PREPARED) > 16:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import ast
 import threading
+from collections.abc import Callable
+from typing import TypeVar
 
 # CPython 3.11 (3.11.7 among others) keeps the AST converter's recursion depth in state shared
 # by the whole interpreter. When two threads parse at once and a garbage collection switches
@@ -14,19 +16,20 @@ import threading
 # meets one of those is tried again: the shared depth is whole again once both are done.
 _LOCK = threading.RLock()  # re-entrant: a finalizer that parses must not deadlock
 _ATTEMPTS = 5
+T = TypeVar("T")
 
 
-def is_parse_race(e: BaseException) -> bool:
-    """The SystemError of two unlocked parses at once (see above): worth trying again."""
-    return isinstance(e, SystemError) and "recursion depth mismatch" in str(e)
+def retried_after_parse_race(work: Callable[[], T], attempts: int = _ATTEMPTS) -> T:
+    """`work()`, tried again when a parse in it met an unlocked one (see above)."""
+    for attempt in range(attempts):
+        try:
+            return work()
+        except SystemError as e:
+            if "recursion depth mismatch" not in str(e) or attempt == attempts - 1:
+                raise
+    raise AssertionError("unreachable")
 
 
 def parse(source: str, filename: str = "<unknown>") -> ast.Module:
     with _LOCK:
-        for attempt in range(_ATTEMPTS):
-            try:
-                return ast.parse(source, filename=filename)
-            except SystemError as e:
-                if not is_parse_race(e) or attempt == _ATTEMPTS - 1:
-                    raise
-        raise AssertionError("unreachable")
+        return retried_after_parse_race(lambda: ast.parse(source, filename=filename))
