@@ -255,15 +255,16 @@ class WorkerPool:
             log.warning("cannot list problems to prepare sandboxes", extra={"error": str(e)})
             return
         # Eager JAX's warm-up is the longest to fill and the least used: every problem's
-        # other kinds first.
+        # other kinds first, then the known mistakes (only a wrong answer needs them).
         later: list[tuple[Any, dict]] = []
         for package in packages:
-            self._compute_mistakes(package)
             for header in pool_headers(package):
                 if EAGER_JAX in header["preload"]:
                     later.append((package, header))
                 elif not self._prepare_kind(package, header):
                     return
+        for package in packages:
+            self._compute_trusted_outputs(package)
         for package, header in later:
             if not self._prepare_kind(package, header):
                 return
@@ -284,17 +285,19 @@ class WorkerPool:
         pool.prewarm(header, memory)
         return True
 
-    def _compute_mistakes(self, package: Any) -> None:
-        """The outputs of the package's known mistakes, computed (trusted, like the
-        reference's) before a wrong answer needs them rather than on its path to a verdict."""
+    def _compute_trusted_outputs(self, package: Any) -> None:
+        """The expected outputs and those of the package's known mistakes, computed (trusted,
+        at low priority) before a submission needs them rather than on its path to a verdict."""
+        from judge.expected import expected_outputs
         from judge.mistakes import bank
 
         if self.stopping.is_set():
             return
         try:
-            bank(package, package.tests)
-        except Exception as e:  # noqa: BLE001 - the first diagnosis computes it instead
-            log.warning("known mistakes not computed",
+            expected_outputs(package, package.tests, background=True)
+            bank(package, package.tests, background=True)
+        except Exception as e:  # noqa: BLE001 - the first submission computes them instead
+            log.warning("trusted outputs not computed",
                         extra={"problem": package.slug, "error": str(e)})
 
     def _heartbeat(self) -> None:

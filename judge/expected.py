@@ -65,26 +65,31 @@ def test_key(package: Package, test: TestSpec, float64: bool = False,
 
 
 def expected_outputs(
-    package: Package, tests: list[TestSpec], *, float64: bool = False
+    package: Package, tests: list[TestSpec], *, float64: bool = False, background: bool = False
 ) -> list[np.ndarray]:
-    """Flat float64 expected outputs, one per test, in order."""
+    """Flat float64 expected outputs, one per test, in order (`background`: computed at low
+    CPU priority, ahead of the first submission)."""
     d = cache_dir()
     keys = [test_key(package, t, float64) for t in tests]
     missing = [(t.name, k) for t, k in zip(tests, keys, strict=True)
                if not (d / f"{k}.npy").is_file()]
     if missing:
-        run_trusted(package, [{"name": n, "key": k} for n, k in missing], float64, d)
+        run_trusted(package, [{"name": n, "key": k} for n, k in missing], float64, d,
+                    background=background)
     return [np.load(d / f"{k}.npy", allow_pickle=False) for k in keys]
 
 
-def run_trusted(package: Package, items: list[dict[str, str]], float64: bool, d: Path) -> None:
+def run_trusted(package: Package, items: list[dict[str, str]], float64: bool, d: Path,
+                *, background: bool = False) -> None:
     """Run `judge.reference_run` on `items` ({name, key} and optionally `module`, a package
-    file run instead of the reference), in a separate process with the judge's libraries."""
+    file run instead of the reference), in a separate process with the judge's libraries;
+    `background`: at low CPU priority (work no job is waiting for)."""
     request = {
         "package": str(package.path),
         "tests": items,
         "float64": float64,
         "out_dir": str(d),
+        "background": background,
     }
     env = {k: v for k, v in os.environ.items() if not k.startswith("TENSORJUDGE_")}
     env["JAX_PLATFORMS"] = "cpu"
@@ -94,6 +99,7 @@ def run_trusted(package: Package, items: list[dict[str, str]], float64: bool, d:
         capture_output=True,
         env=env,
         timeout=900,
+        start_new_session=background,
     )
     if proc.returncode != 0:
         tail = proc.stderr.decode(errors="replace")[-3000:]

@@ -38,15 +38,17 @@ class Observed:
     expected: np.ndarray
 
 
-def bank(package: Package, tests: list[TestSpec]) -> list[KnownMistake]:
+def bank(package: Package, tests: list[TestSpec], *,
+         background: bool = False) -> list[KnownMistake]:
     """The package's known mistakes with their outputs on `tests`, computed once per package
-    version (on disk by content hash, in memory per version and test selection)."""
+    version (on disk by content hash, in memory per version and test selection);
+    `background`: computed at low CPU priority, ahead of any wrong answer."""
     key = (package.content_hash, tuple(t.name for t in tests))
     with _LOCK:
         if key in _BANKS:
             _BANKS.move_to_end(key)
             return _BANKS[key]
-    found = _load(package, tests)
+    found = _load(package, tests, background)
     with _LOCK:
         _BANKS[key] = found
         while len(_BANKS) > 16:
@@ -58,7 +60,7 @@ _BANKS: OrderedDict[tuple[str, tuple[str, ...]], list[KnownMistake]] = OrderedDi
 _LOCK = threading.Lock()
 
 
-def _load(package: Package, tests: list[TestSpec]) -> list[KnownMistake]:
+def _load(package: Package, tests: list[TestSpec], background: bool) -> list[KnownMistake]:
     mistakes = package.mistakes
     if not mistakes:
         return []
@@ -70,7 +72,7 @@ def _load(package: Package, tests: list[TestSpec]) -> list[KnownMistake]:
             for name, ks in keys.items() for t, k in zip(tests, ks, strict=True)
             if not (d / f"{k}.npy").is_file() and not (d / f"{k}.failed").is_file()]
     if todo:
-        run_trusted(package, todo, False, d)
+        run_trusted(package, todo, False, d, background=background)
     out: list[KnownMistake] = []
     for name, mistake in sorted(mistakes.items()):
         outputs = [np.load(d / f"{k}.npy", allow_pickle=False) if (d / f"{k}.npy").is_file()

@@ -3,7 +3,8 @@
 Every expected output is finite; the float32 reference stays within the tolerance of a
 float64 run (so the tolerance is not tighter than honest float32 arithmetic); the reference
 passes its own tests in the sandbox; every packaged submission gets its folder's verdict; every
-wrong answer is named first by its own known mistake, and no accepted one gets a finding.
+wrong answer (without the comment line that names it) is named first by its own known
+mistake, and no accepted one gets a finding, nor would even if all its tests had failed.
 """
 
 from __future__ import annotations
@@ -15,9 +16,10 @@ from pathlib import Path
 
 import numpy as np
 
+from judge.compare import Tolerance
 from judge.engine import Sandbox, judge
 from judge.expected import expected_outputs
-from judge.mistakes import bank
+from judge.mistakes import Observed, bank, name_mistakes
 from judge.package import Package, PackageError, load_package
 from judge.verdicts import JudgeResult, Verdict
 
@@ -106,7 +108,7 @@ def validate(
         note("compilation cache", True, f"not filled: {e}")
     jobs: list[tuple[str, str, Verdict]] = [
         ("reference", package.reference_source, Verdict.AC)
-    ] + [(s.label, s.path.read_text(encoding="utf-8"), s.expected)
+    ] + [(s.label, _unnamed(s.path.read_text(encoding="utf-8"), s.expected), s.expected)
          for s in package.submissions()]
     if not any(v is Verdict.AC for _, _, v in jobs[1:]):
         note("submissions", False, "no accepted submission packaged")
@@ -136,8 +138,25 @@ def validate(
             elif want is Verdict.AC and res.diagnosis:
                 ok = False
                 detail += f"; an accepted submission got findings: {res.diagnosis[0].title!r}"
+            elif want is Verdict.AC:
+                # Harder: had every test failed, would a known mistake be named from these
+                # outputs? Then that mistake is too close to a right answer to be told apart.
+                observed = [Observed(t.name, True, t.output, e)
+                            for t, e in zip(res.tests, f32, strict=True)]
+                close = name_mistakes(known, observed, Tolerance(tol.atol, tol.rtol))
+                if close:
+                    ok = False
+                    detail += f"; its outputs would be taken for {close[0].title!r}"
             note(label, ok, detail)
     return report
+
+
+def _unnamed(code: str, expected: Verdict) -> str:
+    """A wrong answer without the comment line that names its mistake: the name must come
+    from what it computes."""
+    if expected is Verdict.WA and code.startswith("#"):
+        return code.split("\n", 1)[1] if "\n" in code else ""
+    return code
 
 
 def validate_package(package: Package, sandbox: Sandbox) -> Report:

@@ -1,12 +1,15 @@
 """A real Docker engine and the project's images, for the tests that need them: started and
 built once per test session (`scripts/docker-engine`, `scripts/images`, the engine's build
-cache making a rebuild of unchanged sources take seconds)."""
+cache making a rebuild of unchanged sources take seconds). The build starts in the background
+as soon as a container test is collected (tests/conftest.py runs those last), so on a fresh
+machine it overlaps the rest of the suite instead of adding to it."""
 
 from __future__ import annotations
 
-import functools
+import atexit
 import subprocess
 import sys
+import threading
 from typing import Any
 
 from tests.conftest import REPO
@@ -15,15 +18,58 @@ DOCKER = "/usr/bin/docker"
 SANDBOX_LABEL = "org.tensorjudge.sandbox"
 
 
-@functools.cache
+class _Build:
+    """The engine and the images, made by one thread; the tests wait for its outcome."""
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.error: str | None = None
+        self.proc: subprocess.Popen[str] | None = None
+        self.thread = threading.Thread(target=self._run, name="tj-images", daemon=True)
+        self.thread.start()
+        atexit.register(self.stop)
+
+    def _run(self) -> None:
+        try:
+            for cmd in (["scripts/docker-engine"], ["scripts/images", sys.executable]):
+                self.proc = subprocess.Popen(cmd, cwd=REPO, text=True, stdout=subprocess.PIPE,
+                                             stderr=subprocess.STDOUT)
+                out, _ = self.proc.communicate(timeout=1800)
+                if self.proc.returncode != 0:
+                    self.error = f"{' '.join(cmd)} failed:\n{out[-6000:]}"
+                    return
+        except Exception as e:  # noqa: BLE001 - told to every test that waits
+            self.error = f"building the images failed: {e!r}"
+        finally:
+            self.proc = None
+            self.done.set()
+
+    def stop(self) -> None:
+        """A session that ends first (a failure with -x) leaves no build running."""
+        proc = self.proc
+        if proc is not None and proc.poll() is None:
+            proc.terminate()
+
+
+_build: _Build | None = None
+_lock = threading.Lock()
+
+
+def build_in_background() -> None:
+    global _build
+    with _lock:
+        if _build is None:
+            _build = _Build()
+
+
 def images() -> None:
     """The engine runs and the images are built from this checkout (a failure fails the
     test that asked: these tests never skip)."""
-    for cmd in (["scripts/docker-engine"], ["scripts/images", sys.executable]):
-        done = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=1800)
-        if done.returncode != 0:
-            raise RuntimeError(f"{' '.join(cmd)} failed:\n{done.stdout[-3000:]}\n"
-                               f"{done.stderr[-3000:]}")
+    build_in_background()
+    assert _build is not None
+    _build.done.wait()
+    if _build.error is not None:
+        raise RuntimeError(_build.error)
 
 
 def client() -> Any:

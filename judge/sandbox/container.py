@@ -249,7 +249,9 @@ class ContainerSandbox:
         if self.cache_volume is None or key in self._filled or not xla_cache.uses_jax(header):
             return True
         prepare = {"preload": header.get("preload", []), "warmup": header.get("warmup")}
-        sp = self.spawn(prepare, memory_bytes, cache_writable=True)
+        # Low CPU shares: no job waits for a fill (one that finds the cache empty compiles
+        # for itself).
+        sp = self.spawn(prepare, memory_bytes, background=True, cache_writable=True)
         try:
             ok = self.wait_warm(sp, timeout_s)
             warm: dict = next((f.header for f in sp.reader.frames if f.ev == "warm"), {})

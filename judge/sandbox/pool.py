@@ -41,6 +41,8 @@ class _Slot:
     memory_bytes: int
     ready: deque[Started] = field(default_factory=deque)
     spawning: int = 0
+    # Sandboxes of this key still preparing, at low priority until a job waits for one.
+    starting: list[Started] = field(default_factory=list)
     last_demand: float = 0.0
     demand: int = 0
     waiting: int = 0  # jobs blocked in acquire() for this key
@@ -173,6 +175,8 @@ class SandboxPool:
                     self._start_spawn(key, slot)
                 if time.monotonic() >= deadline or self._closed:
                     break
+                if not waited:
+                    self._hurry(slot)
                 waited = True
                 slot.waiting += 1
                 try:
@@ -182,6 +186,14 @@ class SandboxPool:
         # Nothing came in time: a sandbox of our own (it prepares as it runs).
         self.stats.cold += 1
         return self.sandbox.spawn(header, memory_bytes)
+
+    @staticmethod
+    def _hurry(slot: _Slot) -> None:
+        """Called with the lock held, when a job starts waiting for `slot`: the sandboxes it
+        will get are no longer spares, so they prepare at normal priority (in a thread of
+        their own: a backend may have to ask its engine)."""
+        for sp in slot.starting:
+            threading.Thread(target=sp.foreground, name="tj-pool-hurry", daemon=True).start()
 
     def _count(self, waited: bool) -> None:
         if waited:
@@ -256,6 +268,10 @@ class SandboxPool:
         sp: Started | None = None
         try:
             sp = self.sandbox.spawn(slot.prepare, slot.memory_bytes, background=True)
+            with self._lock:
+                slot.starting.append(sp)
+                if slot.waiting:
+                    self._hurry(slot)
             ok = self.sandbox.wait_warm(sp, self.prepare_timeout_s)
         except Exception:  # noqa: BLE001 - a failed spawn must not kill the spawner
             log.exception("spawning a sandbox failed")
@@ -263,6 +279,7 @@ class SandboxPool:
         used = sp.memory_bytes() if ok and sp is not None else None
         with self._lock:
             slot.spawning -= 1
+            slot.starting = [s for s in slot.starting if s is not sp]
             if used:
                 slot.footprint = used
             if ok and sp is not None and not self._closed:

@@ -67,7 +67,8 @@ def fill(sandbox: Any, header: dict, memory_bytes: int, timeout_s: float = 300) 
             for f in files:
                 os.chown(Path(d) / f, fill_uid, fill_uid)
     prepare = {"preload": header.get("preload", []), "warmup": header.get("warmup")}
-    sp = sandbox.spawn(prepare, memory_bytes, cache_writable=True, uid=fill_uid)
+    # Niced: no job waits for a fill (one that finds the cache empty compiles for itself).
+    sp = sandbox.spawn(prepare, memory_bytes, background=True, cache_writable=True, uid=fill_uid)
     try:
         ok = sandbox.wait_warm(sp, timeout_s)
         warm: dict = next((f.header for f in sp.reader.frames if f.ev == "warm"), {})

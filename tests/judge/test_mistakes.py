@@ -173,3 +173,33 @@ def test_nan_and_overflow_must_sit_where_the_mistake_has_them():
     assert distance(np.array([np.nan, 2.0]), mo, TOL) is None
     assert wrong(mo, np.array([1.0, 2.0, 3.0]), TOL)
     assert not wrong(np.array([1.0, 2.0, 3.0]), np.array([1.0, 2.0, 3.0 + 1e-5]), TOL)
+
+
+def test_a_background_bank_is_the_same_bank_computed_at_low_priority(tmp_path, monkeypatch):
+    import os
+    import subprocess
+    import sys
+
+    from judge.mistakes import bank
+
+    monkeypatch.setenv("TENSORJUDGE_CACHE_DIR", str(tmp_path / "bg"))
+    package = load_package(FIXTURES / "double")
+    background = bank(package, package.tests, background=True)
+    monkeypatch.setenv("TENSORJUDGE_CACHE_DIR", str(tmp_path / "fg"))
+    package = load_package(FIXTURES / "double")
+    from judge import mistakes
+
+    mistakes._BANKS.clear()
+    foreground = bank(package, package.tests)
+    assert [m.file for m in background] == [m.file for m in foreground] == ["add_one.py"]
+    for a, b in zip(background[0].outputs, foreground[0].outputs, strict=True):
+        assert a is not None and b is not None and np.array_equal(a, b)
+    # What the trusted process does first when it runs in the background, in a session of
+    # its own as run_trusted starts it: lower its niceness and its session's share.
+    probe = ("import os; from judge.reference_run import _lower_priority; _lower_priority(); "
+             "print(os.getpriority(os.PRIO_PROCESS, 0), open('/proc/self/autogroup').read())")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         check=True, start_new_session=True, cwd=FIXTURES.parents[2]).stdout
+    assert out.split()[0] == str(min(19, os.getpriority(os.PRIO_PROCESS, 0) + 15)), out
+    if os.path.exists("/proc/self/autogroup"):
+        assert out.split()[-1] == "15", out

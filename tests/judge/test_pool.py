@@ -99,8 +99,16 @@ def test_spares_of_stale_kinds_make_room(sandbox, double):
 
 
 class _StubSpawned:
-    def __init__(self, key: str):
+    def __init__(self, key: str, background: bool):
+        import threading
+
         self.key = key
+        self.niced = background
+        self.hurried = threading.Event()
+
+    def foreground(self) -> None:
+        self.niced = False
+        self.hurried.set()
 
     def alive(self) -> bool:
         return True
@@ -133,12 +141,43 @@ class _StubSandbox:
     def spawn(self, prepare: dict, memory_bytes: int, background: bool = False) -> _StubSpawned:
         key = (prepare.get("warmup") or {}).get("key", "?")
         self.spawned.append(key)
-        return _StubSpawned(key)
+        self.last = _StubSpawned(key, background)
+        return self.last
 
     def wait_warm(self, sp: _StubSpawned, timeout_s: float) -> bool:
         if sp.key == "slow":
             return self.release.wait(timeout_s)
         return True
+
+
+@pytest.mark.timeout(60)
+def test_a_spare_a_job_waits_for_prepares_at_normal_priority():
+    """Spares prepare niced, so judging keeps the CPU; but once a job waits for one, it is
+    that job's sandbox, and background work (other spares, a warm-up filling the cache) must
+    not starve it."""
+    import threading
+
+    stub = _StubSandbox()
+    p = SandboxPool(stub, per_key=1, max_idle=4, spawners=2)  # type: ignore[arg-type]
+    try:
+        p.prewarm(_kind("slow"), 1 << 20)
+        deadline = time.monotonic() + 10
+        while not hasattr(stub, "last") and time.monotonic() < deadline:
+            time.sleep(0.01)
+        spare = stub.last
+        time.sleep(0.2)
+        assert spare.niced and not spare.hurried.is_set()  # nobody waits: it stays niced
+        got: list[object] = []
+        waiter = threading.Thread(target=lambda: got.append(p.acquire(_kind("slow"), 1 << 20)))
+        waiter.start()
+        assert spare.hurried.wait(5), "the awaited spare kept its low priority"
+        assert not spare.niced
+        stub.release.set()
+        waiter.join(10)
+        assert got == [spare]
+    finally:
+        stub.release.set()
+        p.close()
 
 
 def _kind(key: str) -> dict:
