@@ -58,6 +58,7 @@ class PoolStats:
     spawned: int = 0
     discarded: int = 0
     split: int = 0  # jobs judged in two sandboxes at once
+    routed_cold: int = 0  # jobs of a kind that keeps handing back, sent where they compile
 
 
 class SandboxPool:
@@ -72,6 +73,8 @@ class SandboxPool:
         prepare_timeout_s: float = 120.0,
         idle_keys_after_s: float = 600.0,
         split_idle: bool = True,
+        handback_window: int = 3,
+        retry_warm_every: int = 8,
     ):
         self.sandbox = sandbox
         self.per_key = per_key
@@ -87,6 +90,11 @@ class SandboxPool:
         self._spawners = ThreadPoolExecutor(max_workers=spawners,
                                             thread_name_prefix="tj-pool-spawn")
         self._closed = False
+        # Per warm-forked kind: whether its latest jobs were handed back (they compiled).
+        self._handbacks: dict[str, deque[bool]] = {}
+        self.handback_window = handback_window
+        self._routed_cold: dict[str, int] = {}
+        self.retry_warm_every = retry_warm_every
 
     def _key(self, header: dict) -> str:
         # Where `cold` changes nothing (no warmed fork servers), it is not a kind of its own.
@@ -98,10 +106,45 @@ class SandboxPool:
     def kind(self) -> str:
         return self.sandbox.kind
 
+    def _route(self, header: dict) -> tuple[dict, bool]:
+        """The header a job of this kind is judged with, and whether that is a turn of a kind
+        routed away from its warm fork (to be counted with `_take_turn` once the job has its
+        sandboxes). A warm-forked kind whose latest jobs were all handed back (each compiled
+        something its warm-up never ran: eager JAX written its own way, say) only wastes a
+        run before each hand-back, so its jobs go straight to sandboxes that prepare
+        themselves; every `retry_warm_every`-th still tries the warm fork, so a kind whose
+        jobs stop compiling gets it back."""
+        if header.get("cold") or not getattr(self.sandbox, "forks_warm", False):
+            return header, False
+        key = self._key(header)
+        with self._lock:
+            recent = self._handbacks.get(key)
+            if recent is None or len(recent) < self.handback_window or not all(recent):
+                return header, False
+            cold = (self._routed_cold.get(key, 0) + 1) % self.retry_warm_every != 0
+        return (self_prepared(header) if cold else header), True
+
+    def _take_turn(self, header: dict, routed: dict) -> None:
+        """Called with the lock held."""
+        key = self._key(header)
+        self._routed_cold[key] = self._routed_cold.get(key, 0) + 1
+        if routed is not header:
+            self.stats.routed_cold += 1
+
+    def _note_outcome(self, header: dict, handed_back: bool) -> None:
+        key = self._key(header)
+        with self._lock:
+            recent = self._handbacks.setdefault(key, deque(maxlen=self.handback_window))
+            recent.append(handed_back)
+
     # The Sandbox protocol of the engine.
     def run(self, header: dict, tests_args: list[dict], plan: RunPlan) -> RawRun:
-        sp = self.acquire(header, plan.memory_bytes)
-        return self.execute(sp, header, tests_args, plan)
+        routed, turn = self._route(header)
+        if turn:
+            with self._lock:
+                self._take_turn(header, routed)
+        sp = self.acquire(routed, plan.memory_bytes)
+        return self.execute(sp, routed, tests_args, plan)
 
     def execute(self, sp: Started, header: dict, tests_args: list[dict],
                 plan: RunPlan) -> RawRun:
@@ -109,6 +152,8 @@ class SandboxPool:
             self._active += 1
         try:
             raw = self.sandbox.execute(sp, header, tests_args, plan)
+            if getattr(sp, "warmed", False):
+                self._note_outcome(header, raw.handed_back)
             if raw.handed_back:
                 # Once a kind has handed a job back, the pool keeps spares that prepare
                 # themselves for it too (a slot of their own, with its own demand).
@@ -127,7 +172,8 @@ class SandboxPool:
         then idle. Under load this says None and each job keeps to one sandbox."""
         if not self.split_idle or count < 2:
             return None
-        key = self._key(header)
+        routed, turn = self._route(header)
+        key = self._key(routed)
         with self._lock:
             slot = self._slots.get(key)
             if self._active or slot is None or self._closed:
@@ -138,6 +184,8 @@ class SandboxPool:
             taken = alive[:count]
             for sp in taken:
                 slot.ready.remove(sp)
+            if turn:
+                self._take_turn(header, routed)
             slot.last_demand = time.monotonic()
             slot.demand += 1
             self.stats.hits += 1

@@ -196,6 +196,32 @@ def test_a_pool_reruns_a_handed_back_job_in_a_spare_that_prepares_itself(warm, e
         pool.close()
 
 
+def test_a_kind_that_keeps_handing_back_is_judged_where_it_compiles(warm, eager_double):
+    """After `handback_window` hand-backs in a row, the kind's jobs skip the warm fork (its
+    run would only be wasted); one in `retry_warm_every` tries it again, and a job that then
+    needs no compilation gives the kind its warm fork back."""
+    pool = SandboxPool(warm, per_key=1, split_idle=False, handback_window=2,
+                       retry_warm_every=3)
+    try:
+        def handed_back(code: str) -> int:
+            handovers = warm.handovers
+            res = judge(eager_double, code, pool, samples_only=True)
+            assert res.verdict is Verdict.AC, res.to_dict()
+            return warm.handovers - handovers
+
+        assert [handed_back(NEW_OP) for _ in range(2)] == [1, 1]
+        # Straight to a sandbox that prepares itself: nothing to hand back.
+        assert [handed_back(NEW_OP), handed_back(WARMED)] == [0, 0]
+        assert pool.stats.routed_cold == 2
+        # The third tries the warm fork again; it compiles nothing, so the kind is warm again
+        # (and the next job that compiles is handed back from there).
+        assert handed_back(WARMED) == 0
+        assert handed_back(NEW_OP) == 1
+        assert pool.stats.routed_cold == 2
+    finally:
+        pool.close()
+
+
 def test_a_flax_submission_that_compiles_itself_is_not_forked_warm(eager_double):
     flax = "import flax.linen as nn\nimport jax\n\ndef double(x):\n    return x\n"
     jitted = flax + "\nfast = jax.jit(double)\n"
