@@ -155,7 +155,7 @@ def _unnamed(code: str, expected: Verdict) -> str:
     """A wrong answer without the comment line that names its mistake: the name must come
     from what it computes."""
     if expected is Verdict.WA and code.startswith("#"):
-        return code.split("\n", 1)[1] if "\n" in code else ""
+        return code.partition("\n")[2]
     return code
 
 

@@ -224,7 +224,7 @@ class SandboxPool:
                 if time.monotonic() >= deadline or self._closed:
                     break
                 if not waited:
-                    self._hurry(slot)
+                    self._hurry(slot.starting)
                 waited = True
                 slot.waiting += 1
                 try:
@@ -236,11 +236,11 @@ class SandboxPool:
         return self.sandbox.spawn(header, memory_bytes)
 
     @staticmethod
-    def _hurry(slot: _Slot) -> None:
-        """Called with the lock held, when a job starts waiting for `slot`: the sandboxes it
-        will get are no longer spares, so they prepare at normal priority (in a thread of
-        their own: a backend may have to ask its engine)."""
-        for sp in slot.starting:
+    def _hurry(sandboxes: list[Started]) -> None:
+        """Called with the lock held, for sandboxes still preparing that a job waits for:
+        they are no longer spares, so they prepare at normal priority (in a thread of their
+        own: a backend may have to ask its engine)."""
+        for sp in sandboxes:
             threading.Thread(target=sp.foreground, name="tj-pool-hurry", daemon=True).start()
 
     def _count(self, waited: bool) -> None:
@@ -319,7 +319,7 @@ class SandboxPool:
             with self._lock:
                 slot.starting.append(sp)
                 if slot.waiting:
-                    self._hurry(slot)
+                    self._hurry([sp])
             ok = self.sandbox.wait_warm(sp, self.prepare_timeout_s)
         except Exception:  # noqa: BLE001 - a failed spawn must not kill the spawner
             log.exception("spawning a sandbox failed")
