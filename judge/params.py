@@ -2,7 +2,7 @@
 reference's, and why that changes its output.
 
 The sandbox reports the paths and shapes of the variables the submission's first
-`Module.init` of a test returned (`InitRecorder` in judge/sandbox/runner.py); the trusted
+`Module.init` of a test returned (`InitRecorder` in judge/sandbox/runner_jax.py); the trusted
 reference run records the reference's the same way, cached beside its outputs. Flax draws each
 parameter from a key derived from its path, so a submodule with another name gets other
 weights from the same seed even when the computation is right; auto-names come from the class

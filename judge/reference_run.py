@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from judge.sandbox.runner import InitRecorder
+from judge.sandbox.runner_jax import InitRecorder
 
 
 def to_float64(out: Any) -> np.ndarray:

@@ -1,5 +1,6 @@
-"""The program that runs inside the sandbox. Self-contained: the host passes this file's source
-with `python -I -S -c`, so nothing of the judge's tree is visible inside.
+"""The program that runs inside the sandbox. Self-contained: the host passes this file's source,
+after that of its JAX and Flax part (runner_jax.py), with `python -I -S -c`, so nothing of the
+judge's tree is visible inside.
 
 Order matters: read the job from stdin, import the libraries, then lock the process down
 (rlimits counted from the CPU already spent, seccomp) and only then touch the user's code.
@@ -15,8 +16,17 @@ import sys
 import time
 import traceback
 
+if "install_flax_shortcuts" not in globals():  # imported as a module, not the sandbox's source
+    from judge.sandbox.runner_jax import (
+        CompileClock,
+        InitRecorder,
+        hand_over_compiles,
+        install_flax_shortcuts,
+        one_ir_context,
+    )
+
 SOLUTION_FILE = "solution.py"
-# The exit of a sandbox forked warm that met a compilation (see _hand_over_compiles).
+# The exit of a sandbox forked warm that met a compilation (see hand_over_compiles).
 HANDOVER_EXIT = 75
 
 
@@ -70,22 +80,6 @@ def _setup_paths(job):
         site.addsitedir(p)
 
 
-class CompileClock:
-    """Sums JAX's compile events, so compile time can be reported apart from run time."""
-
-    def __init__(self):
-        self.total_s = 0.0
-
-    def __call__(self, event, duration_secs, **kwargs):
-        # Lowering and XLA compilation; tracing happens on every call and is run time.
-        if event in ("/jax/core/compile/backend_compile_duration",
-                     "/jax/core/compile/jaxpr_to_mlir_module_duration"):
-            self.total_s += duration_secs
-
-    @property
-    def ms(self):
-        return self.total_s * 1000.0
-
 
 def _quiet_fds():
     """Point stdout/stderr at /dev/null; returns a function that restores them. Nobody reads
@@ -105,24 +99,6 @@ def _quiet_fds():
     return restore
 
 
-@contextlib.contextmanager
-def _one_ir_context():
-    """JAX builds a new MLIR context, loading every dialect, for each computation it lowers:
-    about 3 ms, the largest single cost of an eager operation's first call once its executable
-    comes from the compilation cache. The warm-up lowers a few hundred of them, so they share
-    one context. The modules, and so the cache keys, are the same either way; the user's code
-    then runs with JAX as it ships."""
-    mlir = sys.modules.get("jax._src.interpreters.mlir")
-    original = getattr(mlir, "make_ir_context", None)
-    if original is None:  # no JAX here, or one that builds contexts differently
-        yield
-        return
-    shared = original()
-    mlir.make_ir_context = lambda: shared  # type: ignore[union-attr]
-    try:
-        yield
-    finally:
-        mlir.make_ir_context = original  # type: ignore[union-attr]
 
 
 def _prepare(prep):
@@ -176,6 +152,7 @@ def _prepare_uncollected(prep):
         jax.numpy.zeros(1).block_until_ready()
         clock = CompileClock()
         jax.monitoring.register_event_duration_secs_listener(clock)  # type: ignore[arg-type]
+    install_flax_shortcuts()  # before the warm-up, whose applies fill the memo
     import_ms = (time.perf_counter() - t0) * 1000.0
     t1 = time.perf_counter()
     warm_error = None
@@ -184,7 +161,7 @@ def _prepare_uncollected(prep):
         try:
             ns: dict = {"__name__": "tensorjudge_warmup"}
             exec(compile(warm["source"], "warmup.py", "exec"), ns)
-            with _one_ir_context():
+            with one_ir_context():
                 ns["warmup"](warm["cases"], list(prep["preload"]))
             del ns
         except Exception:
@@ -339,64 +316,6 @@ def _user_traceback(exc):
     return text if len(text) < 8000 else text[:4000] + "\n...\n" + text[-3000:]
 
 
-class InitRecorder:
-    """The structure of the variables the first Flax `Module.init` of each test returns:
-    paths and shapes, in creation order, as plain data for the judge's comparison with the
-    reference's (judge/params.py). Installed only where Flax is imported already; it does not
-    touch what `init` returns. The trusted reference run uses it too."""
-
-    MAX_ENTRIES = 256
-
-    def __init__(self):
-        self.tree = None
-        self.installed = False
-
-    def install(self):
-        linen = sys.modules.get("flax.linen")
-        if self.installed or linen is None:
-            return
-        recorder = self
-        cls = linen.Module
-        for name in ("init", "init_with_output"):
-            original = getattr(cls, name, None)
-            if original is None:
-                continue
-
-            def hooked(module, *args, _original=original, _name=name, **kwargs):
-                out = _original(module, *args, **kwargs)
-                if recorder.tree is None:
-                    variables = out[1] if _name == "init_with_output" else out
-                    with contextlib.suppress(Exception):
-                        recorder.tree = variable_paths(variables, recorder.MAX_ENTRIES)
-                return out
-
-            hooked.__name__, hooked.__doc__ = original.__name__, original.__doc__
-            setattr(cls, name, hooked)
-        self.installed = True
-
-    def take(self):
-        tree, self.tree = self.tree, None
-        return tree
-
-
-def variable_paths(variables, limit):
-    """[[path, shape], ...] of a nested mapping's array leaves, in its own order."""
-    out: list = []
-
-    def walk(node, prefix):
-        for key, value in node.items():
-            if len(out) >= limit:
-                return
-            path = prefix + [str(key)[:80]]
-            if hasattr(value, "items"):
-                walk(value, path)
-            else:
-                shape = getattr(value, "shape", None)
-                out.append(["/".join(path), [int(d) for d in shape] if shape is not None else None])
-
-    walk(variables, [])
-    return out
-
 
 def _show_source(source):
     """Tracebacks of solution.py show its lines, not only their numbers (the entry stays:
@@ -443,36 +362,21 @@ def prepare_quietly(prep):
         restore()
 
 
-def _hand_over_compiles(chan):
-    """A sandbox forked from a warmed fork server has only the thread that forked it, and XLA
-    compiles on threads of its own: a compilation there would wait forever. Every one (and
-    every read of the compilation cache) passes through this function of JAX's, so the first
-    ends the run with a request the judge answers by running the job again, from its start,
-    in a sandbox that prepared itself. os._exit: no handler of the user's can keep it waiting.
-    Lowering to MLIR comes first, and may not be followed by a compilation (JAX keeps
-    compiled modules by content): MLIR verifies a module of several functions on a thread
-    pool the fork does not have (the server's warm-up started it), so here every new MLIR
-    context works on the calling thread alone."""
-    compiler = sys.modules.get("jax._src.compiler")
-    if compiler is None:
+def rehearse(prep):
+    """The warm-up once more, in a process forked from a warmed fork server, which ends after
+    it: the server learns which of its pages a sandbox forked from it writes first (zygote.py).
+    Judge-owned code only. A compilation ends the process at once, as in a sandbox."""
+    hand_over_compiles(None, HANDOVER_EXIT)
+    warm = prep.get("warmup")
+    if not warm:
         return
-
-    def hand_over(*args, **kwargs):
-        with contextlib.suppress(Exception):
-            chan.send({"ev": "handover"})
-        os._exit(HANDOVER_EXIT)
-
-    compiler.compile_or_get_cached = hand_over  # type: ignore[attr-defined]
-    mlir = sys.modules.get("jax._src.interpreters.mlir")
-    if mlir is not None:
-        make_context = mlir.make_ir_context
-
-        def single_threaded_context():
-            context = make_context()
-            context.enable_multithreading(False)
-            return context
-
-        mlir.make_ir_context = single_threaded_context  # type: ignore[attr-defined]
+    restore = _quiet_fds()
+    try:
+        ns: dict = {"__name__": "tensorjudge_warmup"}
+        exec(compile(warm["source"], "warmup.py", "exec"), ns)
+        ns["warmup"](warm["cases"], list(prep["preload"]))
+    finally:
+        restore()
 
 
 def main(prepared=None):
@@ -508,7 +412,7 @@ def main(prepared=None):
     chan.send({"ev": "ready", "setup_ms": (time.perf_counter() - t_job) * 1000.0})
 
     if prepared is not None:
-        _hand_over_compiles(chan)
+        hand_over_compiles(chan, HANDOVER_EXIT)
     # From here on, everything may be hostile.
     try:
         code = compile(job["code"], SOLUTION_FILE, "exec", dont_inherit=True)

@@ -12,7 +12,7 @@ import pytest
 from judge.engine import judge
 from judge.package import load_package
 from judge.sandbox import BwrapSandbox
-from judge.sandbox.runner import _one_ir_context
+from judge.sandbox.runner_jax import one_ir_context
 from judge.verdicts import Verdict
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "problems"
@@ -55,7 +55,7 @@ def test_one_context_while_warming_and_the_same_modules():
     from jax._src.interpreters import mlir
 
     before = [_lower(n) for n in (3, 7)]
-    with _one_ir_context():
+    with one_ir_context():
         assert mlir.make_ir_context() is mlir.make_ir_context()
         during = [_lower(n) for n in (3, 7)]
     assert mlir.make_ir_context() is not mlir.make_ir_context()
