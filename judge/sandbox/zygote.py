@@ -23,15 +23,18 @@ sandbox's stdin, stdout, stderr, result channel and a status pipe. For each, thr
     runner    pid 2: the runner's main(), exactly as in a sandbox bubblewrap started.
 """
 
+import array
 import contextlib
 import ctypes
 import fcntl
 import gc
 import json
 import os
+import select
 import signal
 import socket
 import sys
+import time
 import traceback
 
 CLONE_NEWNS = 0x00020000
@@ -48,12 +51,18 @@ PR_SET_NO_NEW_PRIVS, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 38, 47, 4
 # What bubblewrap's --proc covers read-only.
 PROC_READ_ONLY = ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus")
 FIRST_FD = 5  # 0-2 stdio, 3 the result channel, 4 the status pipe
+MADV_POPULATE_WRITE = 23  # Linux 5.14
+PAGE = os.sysconf("SC_PAGE_SIZE")
+PRESENT, EXCLUSIVE = 1 << 63, 1 << 56  # /proc/PID/pagemap's bits
+# Pages of a warmed server that its sandboxes write first (see _pages_written_after_fork).
+FIRST_WRITES: list = []
 
 libc = ctypes.CDLL(None, use_errno=True)
 libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong,
                        ctypes.c_char_p]
 libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong,
                        ctypes.c_ulong]
+libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
 
 
 def _check(ret, what):
@@ -124,6 +133,7 @@ def _init(req, runner_main):
     if runner == 0:
         os.close(4)  # the status pipe is the monitor's word, not the submission's
         signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a fresh Python
+        _copy_ahead(FIRST_WRITES)
         runner_main()
         os._exit(0)
     os.closerange(0, FIRST_FD)
@@ -177,6 +187,7 @@ def _threads():
 
 
 def _load(config):
+    """The runner's main, to call in each sandbox, and its namespace."""
     runner: dict = {"__name__": "tensorjudge_runner"}
     exec(compile(config["runner_source"], "runner.py", "exec"), runner)
     runner["_setup_paths"](config)
@@ -191,12 +202,12 @@ def _load(config):
         # A warmed server: the runner's whole preparation (imports, JAX's backend, the
         # problem's warm-up) happens once, here, and every sandbox starts where it ended.
         prepared = runner["prepare_quietly"](warm)
-        return lambda: runner["main"](prepared)
+        return lambda: runner["main"](prepared), runner
     for name in ["numpy"] + config["preload"]:  # the runner always needs numpy
         # A failure here fails again in the runner, and is reported there.
         with contextlib.suppress(Exception):
             __import__(name)
-    return runner["main"]
+    return runner["main"], runner
 
 
 def _seal_layout():
@@ -211,15 +222,94 @@ def _seal_layout():
         _mount(None, path, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
 
 
+def _private_writable():
+    """[(start, end)] of this process's private writable mappings."""
+    spans = []
+    with open("/proc/self/maps") as f:
+        for line in f:
+            addresses, perms = line.split()[:2]
+            if perms == "rw-p":
+                start, end = (int(a, 16) for a in addresses.split("-"))
+                spans.append((start, end))
+    return spans
+
+
+def _exclusive_pages(spans):
+    """[[start, length]] of the pages in `spans` that are present and this process's alone
+    (after a fork: the ones it has copied or made since), runs merged."""
+    runs: list = []
+    with open("/proc/self/pagemap", "rb") as f:
+        for start, end in spans:
+            f.seek(start // PAGE * 8)
+            entries = array.array("Q")
+            entries.frombytes(f.read((end - start) // PAGE * 8))
+            for i, entry in enumerate(entries):
+                if entry & PRESENT and entry & EXCLUSIVE:
+                    address = start + i * PAGE
+                    if runs and runs[-1][0] + runs[-1][1] == address:
+                        runs[-1][1] += PAGE
+                    else:
+                        runs.append([address, PAGE])
+    return runs
+
+
+def _pages_written_after_fork(rehearse, timeout_s=30.0):
+    """The pages of this warmed server that a process forked from it writes while it runs the
+    warm-up again. A sandbox forked from here shares every page with this process, and its
+    first write to each costs a page fault and a copy: thousands of them, most in the first
+    test (about 15 ms on an encoder block, more on larger ones), on the learner's clock. Each
+    sandbox copies these ahead, before its job (_copy_ahead): the same copies, made while it
+    waits instead. Found once, by a rehearsal in a child that then ends; [] if it fails."""
+    spans = _private_writable()
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(r)
+            rehearse()
+            with os.fdopen(w, "wb") as out:
+                out.write(json.dumps(_exclusive_pages(spans)).encode())
+        finally:
+            os._exit(0)
+    os.close(w)
+    data, deadline = [], time.monotonic() + timeout_s
+    try:
+        while time.monotonic() < deadline:
+            if select.select([r], [], [], max(deadline - time.monotonic(), 0))[0]:
+                chunk = os.read(r, 1 << 20)
+                if not chunk:
+                    break
+                data.append(chunk)
+        else:
+            os.kill(pid, signal.SIGKILL)
+    finally:
+        os.close(r)
+        os.waitpid(pid, 0)
+    try:
+        return json.loads(b"".join(data) or b"[]")
+    except ValueError:
+        return []
+
+
+def _copy_ahead(runs):
+    """Make this process's own copy of the pages its job would copy on first write. No
+    content changes: the kernel copies each page as a write fault would, in one call a run."""
+    for start, length in runs:
+        if libc.madvise(start, length, MADV_POPULATE_WRITE) != 0 and ctypes.get_errno() == 22:
+            return  # EINVAL: a kernel without it (the others: a run no longer mapped)
+
+
 def serve(sock):
     config = json.loads(sock.recv(1 << 20))
     _seal_layout()
-    runner_main = _load(config)
+    runner_main, runner = _load(config)
     warm = bool(config.get("warm"))
     # What the imports made lives as long as every sandbox forked from here, and a collection
     # in a sandbox would write to each of those objects, copying nearly every page it shares
     # with this process: about 80 ms and 17 MiB per sandbox. Frozen, they are never visited.
     gc.freeze()
+    if warm:
+        FIRST_WRITES[:] = _pages_written_after_fork(lambda: runner["rehearse"](config["warm"]))
     # Monitors report to the judge through their status pipes; the kernel reaps them here.
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)
     sock.send(json.dumps({"pid": os.getpid(), "threads": _threads()}).encode())
