@@ -19,6 +19,7 @@ from typing import Protocol
 
 from judge import wire
 from judge.compare import Tolerance
+from judge.interpret import interpret
 from judge.prepared import PreparedTests
 from judge.sandbox.io_loop import OutputTally, RawRun, RunPlan
 from judge.verdicts import JudgeResult, Verdict, aggregate
@@ -93,9 +94,7 @@ def _shifted(on_frame: Callable[[wire.Frame], None] | None,
 
 
 def judge_in_parts(sandbox: SplittingSandbox, sandboxes: list, header: dict,
-                   prepared: PreparedTests,
-                   plan: RunPlan, tol: Tolerance,
-                   interpret: Callable[..., JudgeResult]) -> JudgeResult:
+                   prepared: PreparedTests, plan: RunPlan, tol: Tolerance) -> JudgeResult:
     ranges = cut(len(prepared.tests), len(sandboxes))
     results: list[JudgeResult | None] = [None] * len(ranges)
     errors: list[BaseException] = []

@@ -85,6 +85,7 @@ class SandboxPool:
         self.stats = PoolStats()
         self.split_idle = split_idle
         self._active = 0  # jobs (or parts) running in sandboxes taken from this pool
+        self._refill_when_idle = False  # a split job's spares, replaced once it is done
         self._slots: OrderedDict[str, _Slot] = OrderedDict()
         self._lock = threading.Condition()
         self._spawners = ThreadPoolExecutor(max_workers=spawners,
@@ -164,6 +165,9 @@ class SandboxPool:
         finally:
             with self._lock:
                 self._active -= 1
+                if self._refill_when_idle and not self._active:
+                    self._refill_when_idle = False
+                    self._spawn_soon()
                 self._lock.notify_all()
 
     def acquire_idle(self, header: dict, memory_bytes: int, count: int) -> list[Started] | None:
@@ -190,7 +194,10 @@ class SandboxPool:
             slot.demand += 1
             self.stats.hits += 1
             self.stats.split += 1
-            self._spawn_soon()
+            # The replacements are prepared once the parts are done: started now, they would
+            # take the idle cores from the very job that was cut to use them. A job that comes
+            # meanwhile and finds no spare starts one at once (acquire).
+            self._refill_when_idle = True
         return taken
 
     def prewarm(self, header: dict, memory_bytes: int) -> None:

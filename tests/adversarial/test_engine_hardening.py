@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 from judge.compare import Tolerance
-from judge.engine import PreparedTests, interpret
+from judge.interpret import interpret
 from judge.package import TestSpec as Spec
+from judge.prepared import PreparedTests
 from judge.sandbox.io_loop import RawRun, RunPlan
 from judge.verdicts import Verdict, clean_text
 from judge.wire import Frame, FrameReader

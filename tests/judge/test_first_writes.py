@@ -71,7 +71,7 @@ def test_the_pages_a_fork_writes_are_found_and_copied_ahead_unchanged():
     pages = {(p - address) // PAGE for first, n in runs for p in range(first, first + n, PAGE)
              if address <= p < address + PAGES * PAGE}
     assert pages == set(written)
-    assert [buf[start + i * PAGE] for i in written] == [i + 1 for i in written]  # ours: as they were
+    assert [buf[start + i * PAGE] for i in written] == [i + 1 for i in written]  # as they were
 
     def copy_ahead() -> bytes:
         before = _exclusive(address, PAGES)

@@ -9,6 +9,7 @@ import pytest
 
 from judge.engine import judge, preload_for, sandbox_header
 from judge.sandbox import BwrapSandbox, SandboxPool
+from judge.sandbox.io_loop import RawRun, RunPlan
 from judge.verdicts import Verdict
 
 pytestmark = pytest.mark.sandbox
@@ -149,6 +150,10 @@ class _StubSandbox:
             return self.release.wait(timeout_s)
         return True
 
+    def execute(self, sp: _StubSpawned, header: dict, tests_args: list, plan: object) -> RawRun:
+        self.release.wait(30)  # a job runs until released
+        return RawRun()
+
 
 @pytest.mark.timeout(60)
 def test_a_spare_a_job_waits_for_prepares_at_normal_priority():
@@ -212,6 +217,41 @@ def test_a_backlog_gets_the_preparation_not_other_kinds():
         while stub.spawned.count("fast") < 2 and time.monotonic() < deadline:
             time.sleep(0.01)
         assert stub.spawned.count("fast") == 2, stub.spawned
+    finally:
+        stub.release.set()
+        p.close()
+
+
+@pytest.mark.timeout(60)
+def test_a_split_jobs_spares_are_replaced_once_its_parts_are_done():
+    """Replacements started at once would take the idle cores from the very job that was cut
+    in two to use them; a job that comes meanwhile still gets a sandbox started at once."""
+    import threading
+
+    stub = _StubSandbox()
+    p = SandboxPool(stub, per_key=2, max_idle=4, spawners=2)  # type: ignore[arg-type]
+    plan = RunPlan(time_ms=1000, memory_bytes=1 << 20, output_cap=1024, ole_limit=4096,
+                   expected_sizes=[])
+    try:
+        p.prewarm(_kind("fast"), 1 << 20)
+        assert p.wait_ready(2, 10)
+        taken = p.acquire_idle(_kind("fast"), 1 << 20, 2)
+        assert taken is not None and len(taken) == 2
+        parts = [threading.Thread(target=p.execute, args=(sp, _kind("fast"), [], plan))
+                 for sp in taken]
+        for t in parts:
+            t.start()
+        time.sleep(0.3)
+        assert stub.spawned.count("fast") == 2, stub.spawned  # nothing started meanwhile
+        got: list[object] = []
+        waiter = threading.Thread(target=lambda: got.append(p.acquire(_kind("fast"), 1 << 20)))
+        waiter.start()
+        waiter.join(10)
+        assert got and stub.spawned.count("fast") >= 3, stub.spawned
+        stub.release.set()
+        for t in parts:
+            t.join(10)
+        assert p.wait_ready(2, 10), stub.spawned  # refilled once they were done
     finally:
         stub.release.set()
         p.close()
