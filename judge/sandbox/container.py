@@ -15,8 +15,10 @@ may itself run in a container beside the sandboxes it starts.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
+import secrets
 import socket
 import subprocess
 import threading
@@ -42,6 +44,7 @@ from judge.wire import FrameReader
 log = logging.getLogger("tensorjudge.sandbox")
 INIT_SOURCE = (Path(__file__).with_name("container_init.py")).read_text(encoding="utf-8")
 LABEL = "org.tensorjudge.sandbox"  # on every sandbox container: who started it
+SPAWN_LABEL = "org.tensorjudge.sandbox.spawn"  # which of that judge's spawns it is
 CHANNEL_FD = 3  # where container_init.py gives the runner its result channel
 DEFAULT_PYTHON = "/usr/bin/python3.11"
 DEFAULT_SITE = "/opt/venv/lib/python3.11/site-packages"
@@ -69,13 +72,16 @@ class ContainerConfig:
 def owner_id(api: Any) -> str:
     """Who starts the sandboxes, as their label says: a judge that is itself a container of
     this engine names that container (so a judge beside it can tell when it is gone); any
-    other judge its host and pid."""
+    other judge its host and pid. After the `#`, this sandbox backend's own mark: one process
+    may hold several (a server's embedded workers, a test session), and each must tell its
+    containers from its siblings', which are alive while the process is."""
+    mark = secrets.token_hex(6)
     host = socket.gethostname()
     with contextlib.suppress(Exception):
         me = api.inspect_container(host)
         if str(me["Id"]).startswith(host):
-            return f"container:{me['Id']}"
-    return f"host:{host}:{os.getpid()}"
+            return f"container:{me['Id']}#{mark}"
+    return f"host:{host}:{os.getpid()}#{mark}"
 
 
 def _pid_alive(pid: int) -> bool:
@@ -97,7 +103,7 @@ class ContainerSpawned:
     t_spawn: float
     memory_limit: int
     niced: bool = False
-    on_destroy: Callable[[str], None] | None = None
+    on_destroy: Callable[[], None] | None = None
     reader: FrameReader = field(default_factory=lambda: FrameReader(max_payload=lambda h: 0))
     warm_ms: float | None = None
     oom_killed: bool = False
@@ -142,7 +148,7 @@ class ContainerSpawned:
             self.api.remove_container(self.cid, force=True)
         self.proc.close()
         if self.on_destroy is not None:
-            self.on_destroy(self.cid)
+            self.on_destroy()
 
 
 class ContainerSandbox:
@@ -183,7 +189,9 @@ class ContainerSandbox:
             with contextlib.suppress(Exception):  # already there
                 self.api.create_volume(self.cache_volume, labels={LABEL: "compile-cache"})
         self._filled: set[str] = set()
-        self._live: set[str] = set()  # containers of ours not yet destroyed
+        # Spawn marks of our containers not yet destroyed; a mark is taken before its
+        # container exists, so a reap running meanwhile never takes a sandbox being made.
+        self._live: set[str] = set()
         self._live_lock = threading.Lock()
         self._reaped_at = time.monotonic()
         self.reap_stale()
@@ -217,14 +225,15 @@ class ContainerSandbox:
         return removed
 
     def _stale(self, c: dict) -> bool:
-        owner = (c.get("Labels") or {}).get(LABEL, "")
+        labels = c.get("Labels") or {}
+        owner = labels.get(LABEL, "")
         if owner == self.owner:
-            # Ours: from an earlier life of this judge, or left when it closes.
+            # Ours: left when it closes, or by a spawn that failed after creating it.
             with self._live_lock:
-                return c["Id"] not in self._live
+                return labels.get(SPAWN_LABEL) not in self._live
         if c.get("State") != "running":
             return True
-        kind, _, rest = owner.partition(":")
+        kind, _, rest = owner.partition("#")[0].partition(":")
         if kind == "container":
             try:
                 return not self.api.inspect_container(rest)["State"].get("Running")
@@ -235,9 +244,9 @@ class ContainerSandbox:
             return host == socket.gethostname() and pid.isdigit() and not _pid_alive(int(pid))
         return False
 
-    def _forget(self, cid: str) -> None:
+    def _forget(self, mark: str) -> None:
         with self._live_lock:
-            self._live.discard(cid)
+            self._live.discard(mark)
 
     def fill_compile_cache(self, header: dict, memory_bytes: int, timeout_s: float = 300) -> bool:
         """Run `header`'s warm-up (judge-owned code only) with the cache volume writable, once
@@ -291,6 +300,9 @@ class ContainerSandbox:
             log_config={"type": "none", "config": {}},
             ipc_mode="private",
         )
+        mark = secrets.token_hex(8)
+        with self._live_lock:
+            self._live.add(mark)
         try:
             created = self.api.create_container(
                 cfg.image,
@@ -302,7 +314,7 @@ class ContainerSandbox:
                 hostname="sandbox",
                 stdin_open=True,
                 tty=False,
-                labels={LABEL: self.owner},
+                labels={LABEL: self.owner, SPAWN_LABEL: mark},
                 volumes=[XLA_CACHE_IN_SANDBOX] if volumes else None,
                 host_config=host_config,
             )
@@ -312,12 +324,11 @@ class ContainerSandbox:
             sock = getattr(raw, "_sock", raw)
             self.api.start(cid)
         except Exception as e:  # noqa: BLE001 - the engine said no
+            self._forget(mark)  # whatever it created is now the next reap's
             raise SandboxUnavailable(f"cannot start a sandbox container: {e}") from e
-        with self._live_lock:
-            self._live.add(cid)
         proc = ContainerProcess(self.api, cid, sock)
         sp = ContainerSpawned(proc, self.api, time.monotonic(), memory_bytes, niced=background,
-                              on_destroy=self._forget)
+                              on_destroy=functools.partial(self._forget, mark))
         message = base.prepare_message(
             prepare, self.site_dirs,
             XLA_CACHE_IN_SANDBOX if self.cache_volume is not None else None, CHANNEL_FD)

@@ -133,8 +133,6 @@ def test_closing_removes_its_own_containers_even_running_ones():
     assert isinstance(sb, ContainerSandbox)
     other = make_sandbox("docker", docker_image="tensorjudge-sandbox:latest")
     assert isinstance(other, ContainerSandbox)
-    # Two judges of one process share an owner id; tell them apart as two processes would.
-    other.owner = sb.owner + "-other"
     mine = sb.spawn({"preload": ["jax"], "warmup": None}, 512 << 20)
     theirs = other.spawn({"preload": [], "warmup": None}, 256 << 20)
     try:
@@ -147,3 +145,49 @@ def test_closing_removes_its_own_containers_even_running_ones():
         mine.destroy()
         theirs.destroy()
         other.close()
+
+
+def test_sibling_backends_of_one_process_leave_each_others_sandboxes_alone():
+    """Several backends in one process (a server's embedded workers): one starting, reaping
+    or closing never removes a sandbox of another, which is alive while the process is."""
+    docker_engine.images()
+    first = make_sandbox("docker", docker_image="tensorjudge-sandbox:latest")
+    assert isinstance(first, ContainerSandbox)
+    sp = first.spawn({"preload": [], "warmup": None}, 256 << 20)
+    try:
+        assert first.wait_warm(sp, 60.0), "the sandbox never got ready"
+        second = make_sandbox("docker", docker_image="tensorjudge-sandbox:latest")
+        assert isinstance(second, ContainerSandbox)
+        assert second.owner != first.owner
+        second.reap_stale()
+        second.close()
+        assert sp.alive()
+        assert [(c["Id"], c["State"]) for c in docker_engine.sandbox_containers(first.owner)] \
+            == [(sp.cid, "running")]
+    finally:
+        sp.destroy()
+        first.close()
+
+
+def test_a_reap_while_a_sandbox_is_being_made_leaves_it_alone(monkeypatch):
+    """The periodic reap runs beside spawns (another thread's): a container it lists between
+    its creation and its start is this judge's all the same."""
+    docker_engine.images()
+    sb = make_sandbox("docker", docker_image="tensorjudge-sandbox:latest")
+    assert isinstance(sb, ContainerSandbox)
+    start = sb.api.start
+    reaped: list[int] = []
+
+    def start_after_a_reap(cid, *args, **kwargs):
+        reaped.append(sb.reap_stale())
+        return start(cid, *args, **kwargs)
+
+    monkeypatch.setattr(sb.api, "start", start_after_a_reap)
+    sp = sb.spawn({"preload": [], "warmup": None}, 256 << 20)
+    try:
+        assert reaped == [0]
+        assert sb.wait_warm(sp, 60.0), "the sandbox never got ready"
+    finally:
+        sp.destroy()
+        sb.close()
+    assert _no_containers_left(sb.owner, 5.0) == []
