@@ -148,6 +148,8 @@ class JudgeResult:
     wall_ms: float | None = None
     # Sandboxes the tests were cut across (judge/parallel.py): contiguous, near-equal parts.
     parts: int = 1
+    # Runs that decided the verdict: 2 when a time-out was met and the submission run again.
+    runs: int = 1
     # What the mistake most likely is, most certain first (judge/diagnosis.py); never
     # changes the verdict, empty when the judge does not know.
     diagnosis: list[Finding] = field(default_factory=list)
@@ -171,6 +173,7 @@ class JudgeResult:
             "startup_ms": None if self.startup_ms is None else round(self.startup_ms, 1),
             "wall_ms": None if self.wall_ms is None else round(self.wall_ms, 1),
             "parts": self.parts,
+            "runs": self.runs,
             "diagnosis": [_clean_finding(f.to_dict()) for f in self.diagnosis],
             "diagnosis_ms": None if self.diagnosis_ms is None else round(self.diagnosis_ms, 1),
             "environment": self.environment,

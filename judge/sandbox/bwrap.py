@@ -324,7 +324,9 @@ class BwrapSandbox:
         raw = self.execute(sp, header, tests_args, plan)
         if raw.handed_back:
             cold = base.self_prepared(header)
+            timed_out = raw.timed_out
             raw = self.execute(self.spawn(cold, plan.memory_bytes), cold, tests_args, plan)
+            raw.rerun_after_timeout = timed_out
         return raw
 
     @property

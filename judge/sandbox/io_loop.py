@@ -102,6 +102,9 @@ class RawRun:
     # The sandbox, forked warm, could not run this job (see BwrapSandbox.execute): nothing of
     # this run counts, and the job runs again in a sandbox that prepares itself.
     handed_back: bool = False
+    # This run is the rerun of one that was handed back after timing out: a time-out here
+    # has been met twice.
+    rerun_after_timeout: bool = False
 
     def first(self, ev: str) -> Frame | None:
         return next((f for f in self.frames if f.ev == ev), None)

@@ -159,8 +159,10 @@ class SandboxPool:
                 # Once a kind has handed a job back, the pool keeps spares that prepare
                 # themselves for it too (a slot of their own, with its own demand).
                 cold = self_prepared(header)
+                timed_out = raw.timed_out
                 raw = self.sandbox.execute(self.acquire(cold, plan.memory_bytes), cold,
                                            tests_args, plan)
+                raw.rerun_after_timeout = timed_out
             return raw
         finally:
             with self._lock:

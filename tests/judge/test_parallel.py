@@ -153,9 +153,10 @@ def test_split_gives_the_verdicts_of_one_sandbox(pool, sandbox, double_many, cod
     if code is PRINTS:
         assert split.stdout.count("module") == 2  # each part runs the module once
     if split.verdict not in (Verdict.CE, Verdict.RE, Verdict.OLE):
-        # Each test reported live once it ran (a test cut short by the clock has no frame).
+        # Each test reported live once it ran (a test cut short by the clock has no frame;
+        # a time-out's second run reports its tests again).
         judged = [i for i, t in enumerate(split.tests) if t.verdict not in (None, Verdict.TLE)]
-        assert sorted(progress) == judged
+        assert sorted(set(progress)) == judged
 
 
 @pytest.mark.sandbox

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import socket
 import subprocess
 import threading
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from judge.engine import judge
 from judge.sandbox import BwrapConfig, BwrapSandbox
 from judge.sandbox.cgroups import PARENT
 from judge.verdicts import Verdict
@@ -85,7 +87,45 @@ def test_hangs_get_tle(run, sandbox, body):
     res = run("def double(x):\n" + body)
     assert res.verdict is Verdict.TLE, res.to_dict()
     assert res.tests[0].verdict is Verdict.TLE
+    # A time-out stands only once met again in a fresh sandbox.
+    assert res.runs == 2 and "second run" in (res.tests[0].message or ""), res.to_dict()
     assert _sandbox_processes({sandbox.recent_uids[-1]}) == []
+
+
+def test_a_run_stalled_by_the_host_past_its_limit_is_not_tle(double, monkeypatch):
+    """A host that stops the sandbox for longer than the time limit (a loaded or paused
+    machine) makes that run time out; the second run decides, and its AC is the verdict."""
+    sandbox = BwrapSandbox()
+    execute = sandbox.execute
+    stalls: list[int] = []
+
+    def stop_in_first_test(sp) -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and sp.alive():
+            if any(f.ev == "begin" for f in sp.reader.frames):
+                pids = sp.cgroup.pids()
+                for pid in pids:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pid, signal.SIGSTOP)
+                stalls.append(len(pids))
+                return  # left stopped: the judge's clock runs out and kills them
+            time.sleep(0.002)
+
+    def stalled_once(sp, *args, **kwargs):
+        if not stalls and sp.cgroup is not None:
+            stalls.append(0)
+            threading.Thread(target=stop_in_first_test, args=(sp,), daemon=True).start()
+        return execute(sp, *args, **kwargs)
+
+    monkeypatch.setattr(sandbox, "execute", stalled_once)
+    # Each test takes a while (well within its limit), for the host to stop it in.
+    res = judge(double, "import time\n" + CORRECT.replace(
+        "    return", "    time.sleep(0.3)\n    return"), sandbox)
+    if not stalls:
+        pytest.skip("no cgroup to find the sandbox's processes by")
+    assert stalls[-1] > 0, "the first run was never stopped"
+    assert res.verdict is Verdict.AC, res.to_dict()
+    assert res.runs == 2
 
 
 def test_forty_gib_allocation_is_mle_or_caught(run):
