@@ -41,7 +41,8 @@ class Observed:
 def bank(package: Package, tests: list[TestSpec], *,
          background: bool = False) -> list[KnownMistake]:
     """The package's known mistakes with their outputs on `tests`, computed once per package
-    version (on disk by content hash, in memory per version and test selection);
+    version (on disk by content hash, in memory per version and test selection; outputs
+    another thread is computing are waited for, judge/expected.py `run_trusted`);
     `background`: computed at low CPU priority, ahead of any wrong answer."""
     key = (package.content_hash, tuple(t.name for t in tests))
     with _LOCK:
