@@ -20,7 +20,7 @@ from app import web
 from app.api import health, problems, submissions, users
 from app.context import Context
 from app.notify import PgListener
-from app.services import problems as problem_service
+from app.services import samples
 from app.services.errors import ServiceError
 from app.settings import Settings, get_settings
 
@@ -67,7 +67,7 @@ def create_app(
                               judge_fn=judge_fn, listen=False)
             pool.start()
         if warm_samples:
-            threading.Thread(target=problem_service.warm_samples, args=(ctx,),
+            threading.Thread(target=samples.warm_samples, args=(ctx,),
                              name="warm-samples", daemon=True).start()
         app.state.pool = pool
         try:

@@ -7,7 +7,7 @@ from starlette.concurrency import run_in_threadpool
 
 from app.api.deps import CtxDep
 from app.api.schemas import ProblemOut, ProblemSummary, errors
-from app.services import problems
+from app.services import problems, samples
 
 router = APIRouter(prefix="/api/v1", tags=["problems"])
 
@@ -21,4 +21,4 @@ def list_problems(ctx: CtxDep) -> list[dict]:
 async def get_problem(slug: str, ctx: CtxDep) -> dict:
     """The current version of a problem: statement, limits, tolerance and the samples'
     inputs and expected outputs (summarised)."""
-    return await run_in_threadpool(problems.get_problem, ctx, slug)
+    return await run_in_threadpool(samples.problem_with_samples, ctx, slug)

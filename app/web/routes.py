@@ -12,7 +12,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 from fastapi.templating import Jinja2Templates
 
 from app.context import Context
-from app.services import problems, progress, sessions, submissions
+from app.services import problems, progress, samples, sessions, submissions
 from app.services.errors import NotFound, ServiceError
 from app.web import session as web_session
 from app.web import views
@@ -93,7 +93,7 @@ def problem_list(request: Request) -> Response:
 def _problem_context(request: Request, slug: str) -> dict[str, Any]:
     ctx = _ctx(request)
     user = web_session.state(request).user
-    problem = problems.get_problem(ctx, slug, samples=False)
+    problem = problems.get_problem(ctx, slug)
     stats = progress.problem_stats(ctx).get(slug, {})
     recent = (submissions.list_for(ctx, user, problem=slug, limit=8) if user else [])
     solution = (progress.solution(ctx, user, slug)
@@ -103,7 +103,7 @@ def _problem_context(request: Request, slug: str) -> dict[str, Any]:
         "statement_html": render_statement(strip_title(problem["statement"], problem["title"])),
         "starter": problem["starter"] or views.default_starter(problem["entry_point"],
                                                                problem["signature"]),
-        "samples": problems.ready_samples(ctx, slug),
+        "samples": samples.ready_samples(ctx, slug),
         "stats": stats,
         "solved": progress.has_solved(ctx, user, slug),
         "solution": solution,
@@ -126,7 +126,7 @@ def problem_page(request: Request, slug: str) -> Response:
 def problem_samples(request: Request, slug: str) -> Response:
     """The samples as an HTML fragment (computed on first use: it runs the reference)."""
     try:
-        problem = problems.get_problem(_ctx(request), slug)
+        problem = samples.problem_with_samples(_ctx(request), slug)
     except NotFound:
         return not_found(request)
     return render(request, "_samples.html", samples=problem["samples"], problem=problem)
@@ -235,7 +235,7 @@ def submission_page(request: Request, sid: int,
     if view is None:
         return not_found(request, f"There is no submission #{sid} of yours.")
     try:
-        title = problems.get_problem(_ctx(request), view["problem"], samples=False)["title"]
+        title = problems.get_problem(_ctx(request), view["problem"])["title"]
     except NotFound:
         title = view["problem"]
     return render(request, "submission.html", sub=view, r=_result(request, view, test),

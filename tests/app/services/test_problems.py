@@ -9,9 +9,9 @@ import pytest
 from sqlalchemy import select
 
 from app.db.models import ProblemVersion, Submission
-from app.services import problems, queue, submissions, users
+from app.services import archives, problems, queue, submissions, users
+from app.services.archives import PackageRejected
 from app.services.errors import Conflict, NotFound
-from app.services.problems import PackageRejected
 from tests.app.tj_testlib import AC_CODE, DOUBLE, PASSWORD, copy_package
 
 
@@ -45,7 +45,7 @@ def test_update_adds_a_version_and_old_submissions_keep_theirs(ctx, tmp_path):
     assert versions == {old: 1, new: 2}
     view = submissions.get(ctx, user, old)
     assert view["version"] == 1 and view["verdict"] == "AC"
-    assert problems.get_problem(ctx, "double", samples=False)["title"] == "Double it (v2)"
+    assert problems.get_problem(ctx, "double")["title"] == "Double it (v2)"
     assert [v["version"] for v in problems.versions(ctx, "double")] == [1, 2]
     # A rejudge may keep the version or move to the current one.
     submissions.rejudge(ctx, [old], latest_version=False)
@@ -71,7 +71,7 @@ def test_a_reference_outside_the_folder_is_brought_in(ctx, tmp_path):
     # Exported, it is a package of its own, and packs to the very same bytes.
     out = problems.export(ctx, "triple", tmp_path / "export")
     assert out == tmp_path / "export" / "triple"
-    again = problems.pack(out)
+    again = archives.pack(out)
     try:
         assert again.content_hash == v.content_hash
     finally:
@@ -130,12 +130,12 @@ def test_materialise_once_per_hash_and_check_it(ctx, tmp_path):
         calls.append(1)
         return archive
 
-    folder = problems.materialise(root, v.content_hash, "triple", fetch)
+    folder = archives.materialise(root, v.content_hash, "triple", fetch)
     assert folder == root / v.content_hash / "triple" and (folder / "reference.py").is_file()
-    assert problems.materialise(root, v.content_hash, "triple", fetch) == folder
+    assert archives.materialise(root, v.content_hash, "triple", fetch) == folder
     assert len(calls) == 1
     with pytest.raises(RuntimeError, match="corrupt"):
-        problems.materialise(tmp_path / "other", v.content_hash, "triple",
+        archives.materialise(tmp_path / "other", v.content_hash, "triple",
                              lambda: archive[:-10] + b"0" * 10)
     pkg = problems.load_version(ctx, vid)
     assert pkg.slug == "triple" and pkg.entry_point == "double"
@@ -151,13 +151,3 @@ def test_sync_bundled_adds_the_missing_and_skips_the_broken(ctx, tmp_path):
     assert problems.sync_bundled(ctx, root) == []
     assert [p["slug"] for p in problems.list_problems(ctx)] == ["double", "triple"]
 
-
-def test_sample_summaries():
-    import numpy as np
-
-    s = problems.summarise({"x": np.arange(20, dtype=np.float32).reshape(4, 5) / 3, "n": 3,
-                            "m": np.array([True, False]), "none": None})
-    assert s["x"]["shape"] == [4, 5] and s["x"]["dtype"] == "float32"
-    assert s["x"]["size"] == 20 and len(s["x"]["values"]) == problems.SAMPLE_VALUES
-    assert s["x"]["values"][1] == 0.333333
-    assert s["n"] == 3 and s["m"]["values"] == [True, False] and s["none"] is None

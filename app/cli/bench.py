@@ -1,0 +1,34 @@
+"""`tensorjudge bench`: timing the judge through real servers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+
+def bench_cmd(
+    out: Annotated[Path, typer.Option(help="where the Markdown table goes")] = Path(
+        "bench/RESULTS.md"),
+    runs: Annotated[int, typer.Option(help="timed submissions per row")] = 10,
+    baseline_runs: Annotated[int, typer.Option(help="the same, for the naive judge")] = 10,
+    burst: Annotated[int, typer.Option(help="submissions in the burst")] = 50,
+    problem: Annotated[list[str] | None, typer.Option(help="only these problems")] = None,
+    rate: Annotated[float, typer.Option(
+        help="sustained load: Flax submissions per second arriving at random (0: none)")] = 1.0,
+    load_seconds: Annotated[float, typer.Option(
+        help="sustained load: how long submissions keep arriving")] = 60.0,
+    docker: Annotated[bool, typer.Option(
+        help="also measure the docker sandbox backend (needs an engine and the images)")] = True,
+) -> None:
+    """Time POST-to-verdict through real servers: the judge as configured against a naive
+    judge (fresh sandbox per submission, no pool, no cache), and the same judge with the
+    docker backend; print and write the table."""
+    from app.bench import run_bench
+
+    text = run_bench(out, runs, baseline_runs, burst, problem,
+                     progress=lambda m: typer.echo(m, err=True), with_docker=docker,
+                     rate=rate, load_seconds=load_seconds)
+    typer.echo(text)
+    typer.echo(f"written to {out}", err=True)

@@ -1,0 +1,130 @@
+"""`tensorjudge problems ...`: problem packages, bundled and in the database."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from app.cli.common import admin_context, database_configured, fail, open_sandbox, service_call
+from app.settings import get_settings
+
+problems_cli = typer.Typer(no_args_is_help=True, help="Problem packages.")
+
+
+@problems_cli.command("list")
+def problems_list(
+    bundled: Annotated[bool, typer.Option("--bundled", help="the package folders in the "
+                                          "problems directory, not the database")] = False,
+) -> None:
+    """The problems in the database (when one is set up), else the bundled packages."""
+    if not bundled and database_configured():
+        from app.services import problems
+
+        ctx = admin_context()
+        rows = problems.list_problems(ctx)
+        if not rows:
+            typer.echo("no problems in the database (tensorjudge problems add PATH)")
+        for row in rows:
+            typer.echo(f"{row['slug']:24} v{row['version']:<3} {row['difficulty']:7} "
+                       f"{'/'.join(row['frameworks']):17} {row['title']}")
+        return
+    from judge.package import PackageError, discover, load_package
+
+    root = get_settings().problems_dir
+    for path in discover(root):
+        try:
+            p = load_package(path, check_generator=False)
+        except PackageError as e:
+            typer.echo(f"{path.name:24} BROKEN ({len(e.defects)} defects)")
+            continue
+        hidden = len(p.tests) - len(p.samples)
+        typer.echo(f"{p.slug:24} {p.manifest.difficulty:7} {'/'.join(p.manifest.frameworks):17} "
+                   f"{len(p.samples)} samples {hidden:2} hidden  {p.title}")
+
+
+@problems_cli.command("validate")
+def problems_validate(
+    path: Annotated[Path | None, typer.Argument(help="a package folder")] = None,
+    all_: Annotated[bool, typer.Option("--all", help="every bundled package")] = False,
+    parallel: Annotated[int, typer.Option(help="submissions judged at once")] = 2,
+) -> None:
+    """Run the reference and every packaged submission; fail unless each gets its verdict."""
+    from judge.package import discover
+    from judge.validate import validate
+
+    if all_ == (path is not None):
+        fail("give a PATH or --all")
+    paths = discover(get_settings().problems_dir) if all_ else [path]
+    sandbox = open_sandbox()
+    failed = 0
+
+    def show(c) -> None:  # noqa: ANN001
+        mark = "ok  " if c.ok else "FAIL"
+        typer.echo(f"  {mark} {c.what:44} {c.detail}")
+
+    for p in paths:
+        assert p is not None
+        typer.echo(f"{p}")
+        report = validate(p, sandbox, parallel=parallel, progress=show)
+        failed += not report.ok
+        typer.echo(f"  => {'valid' if report.ok else 'INVALID'}")
+    if failed:
+        fail(f"{failed} of {len(paths)} packages invalid", 1)
+
+
+@problems_cli.command("add")
+def problems_add(path: Annotated[Path, typer.Argument(help="a package folder")]) -> None:
+    """Validate a package (reference and packaged submissions) and add it as version 1."""
+    _store(path, "add")
+
+
+@problems_cli.command("update")
+def problems_update(path: Annotated[Path, typer.Argument(help="a package folder")]) -> None:
+    """Validate a changed package and add it as the problem's next version (submissions
+    keep the version they were judged against)."""
+    _store(path, "update")
+
+
+def _store(path: Path, mode: str) -> None:
+    from app.services import problems
+
+    ctx = admin_context()
+
+    def show(c) -> None:  # noqa: ANN001
+        typer.echo(f"  {'ok  ' if c.ok else 'FAIL'} {c.what:44} {c.detail}")
+
+    typer.echo(f"validating {path}")
+    v = service_call(problems.store, ctx, path, mode=mode,
+                     validator=problems.sandbox_validator(ctx, progress=show))
+    if v.created:
+        typer.echo(f"{v.slug}: version {v.number} stored ({v.content_hash[:12]})")
+    else:
+        typer.echo(f"{v.slug}: unchanged, still version {v.number}")
+
+
+@problems_cli.command("export")
+def problems_export(
+    slug: Annotated[str, typer.Argument(help="problem slug")],
+    dest: Annotated[Path, typer.Argument(help="folder to write DEST/SLUG into")],
+    version: Annotated[int | None, typer.Option(help="a version number (default: current)")]
+    = None,
+    force: Annotated[bool, typer.Option("--force", help="replace DEST/SLUG")] = False,
+) -> None:
+    """Write a stored version as a self-contained package folder DEST/SLUG."""
+    from app.services import problems
+
+    ctx = admin_context()
+    target = service_call(problems.export, ctx, slug, dest, version=version, force=force)
+    typer.echo(str(target))
+
+
+@problems_cli.command("versions")
+def problems_versions(slug: Annotated[str, typer.Argument(help="problem slug")]) -> None:
+    """A problem's versions and how many submissions each has."""
+    from app.services import problems
+
+    for v in service_call(problems.versions, admin_context(), slug):
+        typer.echo(f"v{v['version']:<3} {v['content_hash'][:12]}  {v['created_at']}  "
+                   f"{v['submissions']} submissions")

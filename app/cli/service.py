@@ -1,0 +1,79 @@
+"""`tensorjudge serve` and `tensorjudge worker`: running the service."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+
+from app.cli.common import admin_context, fail, open_sandbox
+from app.settings import get_settings
+
+
+def serve_cmd(
+    host: Annotated[str, typer.Option(help="address to listen on")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="port")] = 8000,
+    workers: Annotated[int | None, typer.Option(
+        help="embedded judge workers (default TENSORJUDGE_WORKERS, else 1)")] = None,
+) -> None:
+    """Web pages, REST API and N embedded judge workers. Migrates the schema and loads the
+    bundled problems that the database does not have yet."""
+    import uvicorn
+
+    from app.context import Context
+    from app.db import migrate
+    from app.logs import setup_logging
+    from app.main import create_app
+    from app.services import problems
+
+    st = get_settings()
+    setup_logging(st.log_level, st.log_format)
+    n = st.workers if workers is None else workers
+    sandbox = open_sandbox(pooled=True) if n > 0 else None
+    ctx = Context.create(st)
+    try:
+        migrate.upgrade(ctx.db)
+    except Exception as e:  # noqa: BLE001
+        fail(f"cannot migrate the database: {e}")
+    added = problems.sync_bundled(ctx)
+    for v in added:
+        typer.echo(f"loaded bundled problem {v.slug} (version {v.number})", err=True)
+    app = create_app(st, workers=n, sandbox=sandbox, warm_samples=True, ctx=ctx)
+    uvicorn.run(app, host=host, port=port, log_config=None, timeout_graceful_shutdown=10)
+
+
+def worker_cmd(
+    concurrency: Annotated[int, typer.Option(help="submissions judged at once")] = 1,
+) -> None:
+    """A standalone judge worker against the configured database."""
+    import signal
+
+    from app.logs import setup_logging
+    from app.worker import WorkerPool
+
+    if concurrency < 1:
+        fail("--concurrency must be at least 1")
+    st = get_settings()
+    sandbox = open_sandbox(pooled=True)
+    ctx = admin_context()
+    setup_logging(st.log_level, st.log_format)
+    pool = WorkerPool(ctx, concurrency, kind="standalone", sandbox=sandbox)
+    signals = 0
+
+    def on_signal(signum, _frame) -> None:  # noqa: ANN001
+        nonlocal signals
+        signals += 1
+        if signals > 1:  # a second signal: do not wait for the judgements in progress
+            pool.abandon()
+            sys.exit(128 + signum)
+        pool.stopping.set()
+        ctx.hub.queue_changed()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    pool.start()
+    while not pool.stopping.wait(1.0):
+        pass
+    # Judging in progress finishes; a second signal cuts it short (the lease covers that).
+    pool.stop()
