@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from app.bench_client import Case, Client, Sample, Series, server
-from app.bench_load import Sustained, burst, machine_cpu_seconds, sustained
+from app.bench_load import Sustained, burst, machine_cpu_seconds, machine_speed, sustained
 from app.settings import REPO_ROOT
 
 __all__ = ["CASES", "STATEMENT", "Sample", "Series", "machine_cpu_seconds", "report",
@@ -173,10 +173,25 @@ def load_report(load: Sustained, idle: dict) -> list[str]:
     return lines
 
 
+def _speed_lines(speed: list[dict[str, float] | None] | None) -> list[str]:
+    """The machine's speed at the start and end of the run (bench_load.machine_speed)."""
+    taken = [s for s in speed or [] if s]
+    if not taken:
+        return []
+    py = " and ".join(f"{s['python_ms']:.0f}" for s in taken)
+    np_ = " and ".join(f"{s['numpy_ms']:.0f}" for s in taken)
+    return ["", f"This machine during the run (a fixed workload in a plain process, at the start "
+            f"and at the end; lower is faster): pure Python {py} ms, NumPy {np_} ms. The same "
+            "machine runs the same code up to about twice as fast or slow from hour to hour; "
+            "read the absolute figures of two runs against these, and the ratios to the naive "
+            "judge, measured in the same run, as they are."]
+
+
 def report(fast: dict, naive: dict, burst_s: float, burst_n: int, burst_cpu_s: float | None,
            pool: dict | None, runs: int, baseline_runs: int,
            docker: dict | None = None, wrong: dict | None = None,
-           load: Sustained | None = None) -> str:
+           load: Sustained | None = None,
+           speed: list[dict[str, float] | None] | None = None) -> str:
     lines = [
         "# tensorjudge benchmark",
         "",
@@ -189,6 +204,7 @@ def report(fast: dict, naive: dict, burst_s: float, burst_n: int, burst_cpu_s: f
         "A submission that does not compile its own code runs in two prepared sandboxes at "
         "once when the worker is idle and it has enough tests (the result's `parts`); its "
         "overhead subtracts the user's time of the longer part.",
+        *_speed_lines(speed),
         "",
         "| problem | solution | mode | p50 ms | p90 ms | overhead p50 | compile p50 | naive p50 "
         "| naive p90 | speed-up (p50) | docker p50 | docker p90 | docker / bwrap (p50) "
@@ -273,6 +289,8 @@ def run_bench(out: Path, runs: int, baseline_runs: int, burst_n: int,
               with_docker: bool = True, rate: float = 1.0, load_seconds: float = 60.0) -> str:
     cases = [c for c in CASES if not problems or c.problem in problems]
     flax = [c for c in cases if c.label == STATEMENT]
+    speed = [machine_speed()]
+    progress(f"machine speed (fixed workload, ms): {speed[0]}")
     with tempfile.TemporaryDirectory(prefix="tj-bench-") as tmp_s:
         tmp = Path(tmp_s)
         progress("judge as configured (pool of prepared sandboxes, compilation cache):")
@@ -313,8 +331,10 @@ def run_bench(out: Path, runs: int, baseline_runs: int, burst_n: int,
                 docker = measure(client, cases, runs, settle=True, progress=progress)
         else:
             progress(f"no docker column: {why_not}")
+    speed.append(machine_speed())
+    progress(f"machine speed (fixed workload, ms): {speed[-1]}")
     text = report(fast, naive, burst_s, burst_n, burst_cpu, pool, runs, baseline_runs,
-                  docker, wrong, load)
+                  docker, wrong, load, speed)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text)
     return text

@@ -3,9 +3,12 @@ arriving at random (Poisson) times, with the machine's CPU spent meanwhile."""
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import resource
+import subprocess
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -26,6 +29,44 @@ def machine_cpu_seconds() -> float | None:
         return None
     t = [int(x) for x in first[1:8]]
     return (t[0] + t[1] + t[2] + t[5] + t[6]) / os.sysconf("SC_CLK_TCK")
+
+
+# A fixed workload, timed in a process of its own: pure Python (what eager Flax and the judge
+# mostly spend) and a NumPy matrix product, each the best of several tries.
+_SPEED_PROBE = """
+import json, time
+import numpy as np
+
+def best(f, n=5):
+    out = []
+    for _ in range(n):
+        t = time.perf_counter(); f(); out.append(time.perf_counter() - t)
+    return min(out) * 1000.0
+
+def python_loop():
+    s = 0
+    for i in range(2_000_000):
+        s += i * i
+
+a = np.random.default_rng(0).standard_normal((384, 384))
+def products():
+    for _ in range(20):
+        a @ a
+
+print(json.dumps({"python_ms": best(python_loop), "numpy_ms": best(products)}))
+"""
+
+
+def machine_speed() -> dict[str, float] | None:
+    """How long the fixed workload takes on this machine now (ms; lower is faster). The same
+    machine runs the same code at very different speeds from hour to hour: a run's absolute
+    figures are read against this, taken in the same run."""
+    try:
+        done = subprocess.run([sys.executable, "-c", _SPEED_PROBE], capture_output=True,
+                              text=True, timeout=120, check=True)
+        return {k: float(v) for k, v in json.loads(done.stdout).items()}
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return None
 
 
 def _own_cpu_seconds() -> float:

@@ -11,7 +11,7 @@ import pytest
 
 from app.bench import EAGER, STATEMENT, Sample, Series, machine_cpu_seconds, report, targets
 from app.bench_client import Case
-from app.bench_load import Sustained
+from app.bench_load import Sustained, machine_speed
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/stat")
@@ -37,6 +37,18 @@ def test_burst_report_states_cpu_per_submission_and_its_ceiling():
     quiet = report({}, {}, burst_s=40.0, burst_n=50, burst_cpu_s=None, pool=None, runs=10,
                    baseline_runs=5)
     assert "per submission" not in quiet
+
+
+def test_the_machines_speed_is_stated_at_the_start_and_end_of_the_run():
+    speed = machine_speed()
+    assert speed is not None and set(speed) == {"python_ms", "numpy_ms"}
+    assert all(v > 0 for v in speed.values())
+    text = report({}, {}, burst_s=40.0, burst_n=50, burst_cpu_s=None, pool=None, runs=3,
+                  baseline_runs=1, speed=[{"python_ms": 120.4, "numpy_ms": 71.0},
+                                          {"python_ms": 131.0, "numpy_ms": 80.2}])
+    assert "pure Python 120 and 131 ms, NumPy 71 and 80 ms" in text
+    assert "pure Python" not in report({}, {}, burst_s=40.0, burst_n=50, burst_cpu_s=None,
+                                       pool=None, runs=3, baseline_runs=1, speed=[None, None])
 
 
 def _series(*walls: float, user: float = 0.0) -> Series:
