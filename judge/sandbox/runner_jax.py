@@ -184,7 +184,11 @@ class ParamShapeMemo:
     Anything else (a function or layer of the submission's, an object of unknown kind) is
     traced every time, as without the memo. Only Flax's own check is answered from it: every
     other `jax.eval_shape` goes straight to JAX's. Installed where Flax is imported, before
-    the warm-up, whose `apply`s fill it for the shapes of the tests."""
+    the warm-up, whose `apply`s fill it for the shapes of the tests.
+
+    Flax's check that a raw RNG key has the shape and dtype of one (each `init`, for each of
+    its keys, traces a new function to learn them) is answered the same way: that answer
+    depends on nothing but the argument and the JAX settings in the key."""
 
     LIMIT = 4096
     MAX_DEPTH = 12
@@ -195,6 +199,7 @@ class ParamShapeMemo:
         self.hits = 0
         self.traced = 0  # checks traced for the memo
         self.unkeyed = 0  # checks traced because their initializer could not be keyed
+        self.rng_checks = 0  # RNG key checks answered from the memo
         self.module_type: type = type(None)
         self.dtype_type: type = type(None)
 
@@ -211,6 +216,10 @@ class ParamShapeMemo:
         if check is None:  # a Flax that checks otherwise: left as it is
             return
         code: types.CodeType = check
+        # The one _is_valid_rng hands it: `lambda s: key_data(key(s))`, closing over nothing.
+        rng_code = next((c for c in scope._is_valid_rng.__code__.co_consts
+                         if isinstance(c, types.CodeType) and c.co_name == "<lambda>"
+                         and not c.co_freevars), None)
         original = jax.eval_shape
         config = jax.config
         memo = self
@@ -218,7 +227,19 @@ class ParamShapeMemo:
         self.dtype_type = sys.modules["numpy"].dtype
 
         def eval_shape(fun, *args, **kwargs):
-            if args or kwargs or getattr(fun, "__code__", None) is not code:
+            fun_code = getattr(fun, "__code__", None)
+            if (fun_code is rng_code and rng_code is not None and not kwargs
+                    and len(args) == 1 and type(args[0]) is int):
+                rng_key = ("rng", config.jax_enable_x64, config.jax_default_prng_impl, args[0])
+                found = memo.shapes.get(rng_key)
+                if found is None:
+                    found = original(fun, *args)
+                    if len(memo.shapes) < memo.LIMIT:
+                        memo.shapes[rng_key] = found
+                else:
+                    memo.rng_checks += 1
+                return found
+            if args or kwargs or fun_code is not code:
                 return original(fun, *args, **kwargs)
             try:
                 cells = dict(zip(code.co_freevars, [c.cell_contents for c in fun.__closure__],

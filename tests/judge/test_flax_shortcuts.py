@@ -1,8 +1,9 @@
 """The sandbox's two Flax shortcuts (judge/sandbox/runner_jax.py). The memo of parameter shape
-checks: an `apply` that the memo answers says and returns exactly what Flax's own check
-would, a wrong shape is still refused, and what the memo cannot key by its contents is traced
-as before. Plain attributes: layers bound without Flax's adoption walk for values that hold no
-layer end up exactly as with it. Both only under the Flax release they were read against."""
+and RNG key checks: an `apply` or `init` that the memo answers says and returns exactly what
+Flax's own check would, a wrong shape or key is still refused, and what the memo cannot key
+by its contents is traced as before. Plain attributes: layers bound without Flax's adoption
+walk for values that hold no layer end up exactly as with it. Both only under the Flax
+release they were read against."""
 
 from __future__ import annotations
 
@@ -75,6 +76,25 @@ def test_applies_answered_from_the_memo_give_the_same_outputs():
         jax.eval_shape = original  # type: ignore[attr-defined]
     np.testing.assert_array_equal(first, want)
     np.testing.assert_array_equal(second, want)
+
+
+def test_rng_key_checks_answered_from_the_memo_change_nothing(memo):
+    block = Block()
+    first = block.init(jax.random.PRNGKey(1), X)  # the first check of this key: traced
+    checks = memo.rng_checks
+    again = block.init(jax.random.PRNGKey(1), X)
+    assert memo.rng_checks > checks
+    for a, b in zip(jax.tree_util.tree_leaves(first), jax.tree_util.tree_leaves(again),
+                    strict=True):
+        np.testing.assert_array_equal(a, b)
+    # A key of the wrong shape is refused as Flax refuses it, before and after the memo.
+    bad = jnp.zeros((3,), jnp.uint32)
+    with pytest.raises(flax_scope.errors.InvalidRngError) as got:
+        block.init(bad, X)
+    jax.eval_shape = jax.eval_shape.__wrapped__  # type: ignore[attr-defined]
+    with pytest.raises(flax_scope.errors.InvalidRngError) as want:
+        block.init(bad, X)
+    assert str(got.value) == str(want.value)
 
 
 def test_a_wrong_shape_is_refused_as_flax_refuses_it(memo):
@@ -265,6 +285,7 @@ def encoder_block_forward(seed, x, num_heads, d_ff):
     out = model.apply(params, x)
     seen = (memo.traced - traced, memo.hits - hits)
     assert seen == (0, 16), seen
+    assert memo.rng_checks > 0  # init's key check, answered as the warm-up left it
     return jnp.ravel(out)
 '''
 
