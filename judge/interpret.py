@@ -34,6 +34,10 @@ def _fatal(raw: RawRun, plan: RunPlan) -> tuple[Verdict, str]:
         return Verdict.RE, f"the result channel was misused: {raw.channel_error}"
     if raw.oom_killed:
         return Verdict.MLE, f"memory limit of {plan.memory_bytes >> 20} MiB exceeded"
+    if raw.timed_out and raw.memory_bound:
+        return Verdict.MLE, (f"memory limit of {plan.memory_bytes >> 20} MiB reached: the run "
+                             f"spent its time at the limit until the time limit of "
+                             f"{limit_s:g} s ran out")
     if raw.timed_out:
         return Verdict.TLE, f"time limit of {limit_s:g} s exceeded"
     sig = _signal_of(raw.returncode)

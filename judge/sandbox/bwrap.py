@@ -290,9 +290,11 @@ class BwrapSandbox:
         if cgroup is not None:
             cgroup.set_memory_limit(plan.memory_bytes)
         raw = RawRun()
+        pressing: list[bool] = []
 
         def kill() -> None:
             if cgroup is not None:
+                pressing.append(cgroup.pressing_limit())
                 cgroup.kill_all()
             sp.kill_group()
 
@@ -302,6 +304,7 @@ class BwrapSandbox:
         except BaseException:
             sp.destroy()
             raise
+        raw.memory_bound = any(pressing)
         if raw.finished:
             _reaper.submit(sp.destroy)
         else:

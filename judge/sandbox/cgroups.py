@@ -93,6 +93,43 @@ class Cgroup:
         # Kernels without the oom_kill counter: a hit limit plus a kill is the best evidence.
         return int(_read(self.memory_dir / "memory.failcnt") or 0) > 0
 
+    def _stat(self, key: str) -> int | None:
+        if self.memory_dir is None:
+            return None
+        for line in _read(self.memory_dir / "memory.stat").splitlines():
+            name, _, value = line.partition(" ")
+            if name == key and value.strip().isdigit():
+                return int(value)
+        return None
+
+    def limit_bytes(self) -> int | None:
+        if self.memory_dir is None:
+            return None
+        name = "memory.max" if self.version == 2 else "memory.limit_in_bytes"
+        text = _read(self.memory_dir / name).strip()
+        return int(text) if text.isdigit() else None
+
+    def pressing_limit(self, window_s: float = 0.5) -> bool:
+        """Whether the group is working against its memory limit now: its usage at the limit
+        and its pages read back from disk (major faults) within `window_s`, i.e. what was
+        evicted to make room is needed again. With no swap, such a process (its own code's
+        pages going and coming back) can go on for longer than any time limit before the
+        OOM killer acts. Neither alone will do: a process can sit at its limit computing, or
+        fault pages in far from it (a first import)."""
+        limit, usage = self.limit_bytes(), self.usage_bytes()
+        if limit is None or usage is None or usage < limit - limit // 8:
+            return False
+        first = self._stat("pgmajfault")
+        if first is None:
+            return False
+        # Polled: on a disk that is slow just then, one fault can take a while.
+        deadline = time.monotonic() + window_s
+        while time.monotonic() < deadline:
+            time.sleep(0.02)
+            if (self._stat("pgmajfault") or 0) > first:
+                return True
+        return False
+
     def usage_bytes(self) -> int | None:
         if self.memory_dir is None:
             return None

@@ -94,6 +94,8 @@ class RawRun:
     ready_ms: float | None = None
     returncode: int | None = None
     oom_killed: bool = False
+    # Still meeting its memory limit when it was killed (see Cgroup.pressing_limit).
+    memory_bound: bool = False
     peak_memory_bytes: int | None = None
     cpu_s: float | None = None  # of the sandbox's process tree, where the kernel reports it
     finished: bool = False  # the runner reported a final frame; teardown may come later
