@@ -102,12 +102,15 @@ class Cgroup:
                 return int(value)
         return None
 
-    def limit_bytes(self) -> int | None:
+    def _memory_number(self, v2_name: str, v1_name: str) -> int | None:
+        """A memory controller file holding one number (None without one, or for "max")."""
         if self.memory_dir is None:
             return None
-        name = "memory.max" if self.version == 2 else "memory.limit_in_bytes"
-        text = _read(self.memory_dir / name).strip()
+        text = _read(self.memory_dir / (v2_name if self.version == 2 else v1_name)).strip()
         return int(text) if text.isdigit() else None
+
+    def limit_bytes(self) -> int | None:
+        return self._memory_number("memory.max", "memory.limit_in_bytes")
 
     def pressing_limit(self, window_s: float = 0.5) -> bool:
         """Whether the group is working against its memory limit now: its usage at the limit
@@ -131,18 +134,10 @@ class Cgroup:
         return False
 
     def usage_bytes(self) -> int | None:
-        if self.memory_dir is None:
-            return None
-        name = "memory.current" if self.version == 2 else "memory.usage_in_bytes"
-        text = _read(self.memory_dir / name).strip()
-        return int(text) if text.isdigit() else None
+        return self._memory_number("memory.current", "memory.usage_in_bytes")
 
     def peak_bytes(self) -> int | None:
-        if self.memory_dir is None:
-            return None
-        name = "memory.peak" if self.version == 2 else "memory.max_usage_in_bytes"
-        text = _read(self.memory_dir / name).strip()
-        return int(text) if text.isdigit() else None
+        return self._memory_number("memory.peak", "memory.max_usage_in_bytes")
 
     def pids(self) -> list[int]:
         out: set[int] = set()
