@@ -253,6 +253,12 @@ def report(fast: dict, naive: dict, burst_s: float, burst_n: int, burst_cpu_s: f
                   f"**{pool['idle_memory_mb']} MiB** in all (cgroup memory). "
                   f"Jobs that found one ready: {pool['hits']}, waited for one: {pool['waits']}, "
                   f"started their own: {pool['cold']}."]
+        if pool.get("prepared_after_s") is not None:
+            lines += ["", f"The workers' start-up preparation (compilation caches, a prepared "
+                      f"sandbox of each kind, trusted outputs and known mistakes of every "
+                      f"problem) took {pool['prepared_after_s']:.0f} s from their start; the "
+                      f"rows above were measured after it, as at a judge that has been up "
+                      f"that long."]
     if wrong:
         lines += ["", "## Wrong answers", "",
                   "Wrong answers not among the packaged ones, judged as above: the time to a "
@@ -296,6 +302,9 @@ def run_bench(out: Path, runs: int, baseline_runs: int, burst_n: int,
         progress("judge as configured (pool of prepared sandboxes, compilation cache):")
         with server("fast", tmp, {}) as url:
             client = Client(url)
+            prepared = client.prepared()
+            if prepared is not None:
+                progress(f"  start-up preparation: {prepared:.0f} s")
             client.settle(120)
             fast = measure(client, cases, runs, settle=True, progress=progress)
             wrong = measure(client, [c for c in WRONG_CASES if not problems
@@ -327,6 +336,7 @@ def run_bench(out: Path, runs: int, baseline_runs: int, burst_n: int,
             progress("the same judge with the docker backend (prepared containers):")
             with server("docker", tmp, {"TENSORJUDGE_SANDBOX": "docker"}) as url:
                 client = Client(url)
+                client.prepared()
                 client.settle(300)
                 docker = measure(client, cases, runs, settle=True, progress=progress)
         else:

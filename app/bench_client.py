@@ -143,6 +143,19 @@ class Client:
     def pool(self) -> dict[str, Any] | None:
         return self.http.get("/healthz").json().get("sandbox_pool")
 
+    def prepared(self, timeout: float = 900.0) -> float | None:
+        """Wait for the workers' start-up preparation to end (caches filled, a sandbox of
+        each kind prepared, trusted outputs computed); the seconds it took from their start,
+        or None for a server without a pool."""
+        deadline = time.monotonic() + timeout
+        while True:
+            p = self.pool()
+            if p is None or p.get("prepared_after_s") is not None:
+                return None if p is None else float(p["prepared_after_s"])
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the judge was still preparing after {timeout:.0f} s")
+            time.sleep(0.5)
+
     def settle(self, timeout: float = 60.0) -> None:
         """Wait until the pool has no spare being prepared (its spares are ready again)."""
         deadline = time.monotonic() + timeout

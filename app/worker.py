@@ -216,6 +216,11 @@ class WorkerPool:
         self.ctx = ctx
         self.kind = kind
         self.stopping = threading.Event()
+        # Set once the start-up preparation (compilation caches, a prepared sandbox per kind,
+        # trusted outputs) is over, whether it succeeded or not: the judge is then settled.
+        self.prepared = threading.Event()
+        self.started = time.monotonic()
+        self.prepared_after_s: float | None = None
         self.judge_fn = judge_fn or _default_judge()
         if sandbox is None:
             sandbox = make_worker_sandbox(ctx.settings)
@@ -241,9 +246,23 @@ class WorkerPool:
         if hasattr(self.sandbox, "prewarm"):
             threading.Thread(target=self._prepare_sandboxes, name="pool-prepare",
                              daemon=True).start()
+        else:
+            self._prepared()
         log.info("workers started", extra={"workers": self.names, "kind": self.kind})
 
+    def _prepared(self) -> None:
+        self.prepared_after_s = time.monotonic() - self.started
+        self.prepared.set()
+
     def _prepare_sandboxes(self) -> None:
+        try:
+            self._prepare_all()
+        except Exception as e:  # noqa: BLE001 - the pool then prepares on demand
+            log.warning("sandbox preparation stopped", extra={"error": str(e)})
+        finally:
+            self._prepared()
+
+    def _prepare_all(self) -> None:
         """Fill the compilation cache for every current problem, then keep prepared
         sandboxes ready for them; the most expensive to prepare are declared last, so first."""
         from judge.engine import pool_headers

@@ -27,7 +27,11 @@ def pool_status(request: Request) -> dict | None:
     if pool is None or not hasattr(pool, "idle"):
         return None
     st = pool.stats
+    prepared = getattr(workers, "prepared_after_s", None)
     return {"idle": len(pool.idle()), "spawning": pool.spawning(),
+            # Seconds from the workers' start to the end of their start-up preparation
+            # (null while it runs): until then, background work shares the cores.
+            "prepared_after_s": None if prepared is None else round(prepared, 1),
             "idle_memory_mb": round(pool.idle_memory_bytes() / 2**20),
             "hits": st.hits, "waits": st.waits, "cold": st.cold, "spawned": st.spawned,
             "discarded": st.discarded, "split": st.split}

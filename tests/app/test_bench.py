@@ -157,3 +157,13 @@ def test_wrong_answers_report_the_diagnosis_share_of_their_time():
     assert cells[3:] == ["520", "30", "90", "Post-LN instead of Pre-LN"]
     assert "## Wrong answers" not in report({}, {}, burst_s=40.0, burst_n=50, burst_cpu_s=None,
                                             pool=None, runs=3, baseline_runs=1)
+
+
+def test_the_pool_section_states_the_start_up_preparation_the_idle_rows_came_after():
+    pool = {"idle": 6, "idle_memory_mb": 1200, "hits": 10, "waits": 1, "cold": 0}
+    text = report({}, {}, burst_s=40.0, burst_n=50, burst_cpu_s=None, runs=3, baseline_runs=1,
+                  pool={**pool, "prepared_after_s": 83.4})
+    assert "start-up preparation" in text and "took 83 s from their start" in text
+    text = report({}, {}, burst_s=40.0, burst_n=50, burst_cpu_s=None, runs=3, baseline_runs=1,
+                  pool={**pool, "prepared_after_s": None})
+    assert "start-up preparation" not in text

@@ -2,6 +2,14 @@
 
 from __future__ import annotations
 
+import threading
+import time
+from types import SimpleNamespace
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.main import create_app
 from tests.app.tj_testlib import FakeJudge
 
 
@@ -47,3 +55,56 @@ def test_metrics(client, alice, workers):
     assert 'tensorjudge_judging_seconds_bucket{le="+Inf"} 1.0' in text
     assert "tensorjudge_judging_seconds_count 1.0" in text
     assert "tensorjudge_live_workers 1.0" in text
+
+
+class _PreparingPool:
+    """A pool of prepared sandboxes whose start-up preparation waits for `gate` (and fails
+    when `fail`), with what /healthz reads of a real one."""
+
+    def __init__(self, gate: threading.Event, fail: bool = False):
+        self.sandbox = self
+        self.gate, self.fail = gate, fail
+        self.prewarmed: list[dict] = []
+        self.stats = SimpleNamespace(hits=0, waits=0, cold=0, spawned=0, discarded=0, split=0)
+
+    def fill_compile_cache(self, header: dict, memory: int) -> None:
+        self.gate.wait(30)
+
+    def prewarm(self, header: dict, memory: int) -> None:
+        if self.fail:
+            raise RuntimeError("no sandbox today")
+        self.prewarmed.append(header)
+
+    def idle(self) -> list:
+        return []
+
+    def spawning(self) -> int:
+        return 0
+
+    def idle_memory_bytes(self) -> int:
+        return 0
+
+
+def _prepared_after(c: TestClient, timeout: float = 60) -> float | None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        got = c.get("/healthz").json()["sandbox_pool"]["prepared_after_s"]
+        if got is not None:
+            return got
+        time.sleep(0.05)
+    return None
+
+
+@pytest.mark.parametrize("fail", [False, True], ids=["prepared", "preparation-failed"])
+def test_healthz_says_when_the_start_up_preparation_is_over(ctx, fail):
+    gate = threading.Event()
+    pool = _PreparingPool(gate, fail)
+    app = create_app(ctx.settings, ctx=ctx, workers=1, sandbox=pool, judge_fn=FakeJudge("AC"))
+    with TestClient(app) as c:
+        time.sleep(0.3)
+        assert c.get("/healthz").json()["sandbox_pool"]["prepared_after_s"] is None
+        gate.set()
+        after = _prepared_after(c)
+        assert after is not None and after >= 0.3
+        # Over whether it succeeded or not; when it did, every problem's kinds were prepared.
+        assert bool(pool.prewarmed) is not fail
