@@ -22,9 +22,10 @@ from judge.wire import FrameReader
 # warm-up compiles the eager operations too (a jitted submission would not use them).
 # Importing it is a no-op after `jax`; fork servers ignore it.
 EAGER_JAX = "jax.numpy"
-# What a sandbox runs, as one source: the runner's JAX and Flax part, then the runner.
+# What a sandbox runs, as one source: the runner's Flax shortcuts, its JAX and Flax part, then
+# the runner.
 RUNNER_SOURCE = "\n\n".join(Path(__file__).with_name(name).read_text(encoding="utf-8")
-                            for name in ("runner_jax.py", "runner.py"))
+                            for name in ("runner_flax.py", "runner_jax.py", "runner.py"))
 XLA_CACHE_IN_SANDBOX = "/opt/tensorjudge/xla-cache"
 
 

@@ -17,11 +17,11 @@ import time
 import traceback
 
 if "install_flax_shortcuts" not in globals():  # imported as a module, not the sandbox's source
+    from judge.sandbox.runner_flax import install_flax_shortcuts
     from judge.sandbox.runner_jax import (
         CompileClock,
         InitRecorder,
         hand_over_compiles,
-        install_flax_shortcuts,
         one_ir_context,
     )
 

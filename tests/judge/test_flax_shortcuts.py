@@ -1,9 +1,10 @@
-"""The sandbox's two Flax shortcuts (judge/sandbox/runner_jax.py). The memo of parameter shape
+"""The sandbox's Flax shortcuts (judge/sandbox/runner_flax.py). The memo of parameter shape
 and RNG key checks: an `apply` or `init` that the memo answers says and returns exactly what
 Flax's own check would, a wrong shape or key is still refused, and what the memo cannot key
 by its contents is traced as before. Plain attributes: layers bound without Flax's adoption
-walk for values that hold no layer end up exactly as with it. Both only under the Flax
-release they were read against."""
+walk for values that hold no layer end up exactly as with it. The static fold-in: the same
+keys, bit for bit, as JAX's Threefry fold-in. Plain promotion: the same arrays as
+`jnp.asarray`. All only under the Flax release they were read against."""
 
 from __future__ import annotations
 
@@ -22,10 +23,12 @@ from flax.core import scope as flax_scope
 from judge.engine import judge
 from judge.package import Package, load_package
 from judge.sandbox import BwrapConfig, BwrapSandbox
-from judge.sandbox.runner_jax import (
+from judge.sandbox.runner_flax import (
     FLAX_RELEASES,
     ParamShapeMemo,
     PlainAttributes,
+    PlainPromotion,
+    StaticFoldIn,
     Unkeyable,
 )
 from judge.verdicts import Verdict
@@ -239,16 +242,16 @@ def test_plain_attributes_leave_every_layer_as_flax_makes_it():
 def test_only_under_the_flax_they_were_read_against(monkeypatch):
     import flax
 
-    from judge.sandbox.runner_jax import install_flax_shortcuts
+    from judge.sandbox.runner_flax import install_flax_shortcuts
 
     assert flax.__version__ in FLAX_RELEASES
     pinned = (REPO / "pyproject.toml").read_text()
     assert any(f'"flax=={v}"' in pinned for v in FLAX_RELEASES)
     monkeypatch.setattr(flax, "__version__", "0.0.0")
-    memo, attributes = ParamShapeMemo(), PlainAttributes()
-    memo.install()
-    attributes.install()
-    assert not memo.installed and not attributes.installed
+    shortcuts = [ParamShapeMemo(), PlainAttributes(), StaticFoldIn(), PlainPromotion()]
+    for shortcut in shortcuts:
+        shortcut.install()
+    assert not any(shortcut.installed for shortcut in shortcuts)
     eval_shape = jax.eval_shape
     install_flax_shortcuts()
     assert jax.eval_shape is eval_shape
@@ -307,3 +310,109 @@ def test_in_the_sandbox_the_warm_up_has_filled_the_memo(encoder: Package, forked
     assert res.verdict is Verdict.AC, [(t.verdict, t.message) for t in res.tests]
     if forked:
         assert sandbox.fork_servers is not None and sandbox.fork_servers.forked_warm >= 1
+
+
+@pytest.fixture
+def fold_in() -> Iterator[StaticFoldIn]:
+    original = flax_scope._fold_in_static
+    shortcut = StaticFoldIn()
+    shortcut.install()
+    assert shortcut.installed and flax_scope._fold_in_static is not original
+    try:
+        yield shortcut
+    finally:
+        flax_scope._fold_in_static = original
+
+
+def _same_array(got: jax.Array, want: jax.Array) -> None:
+    assert type(got) is type(want)
+    assert (got.dtype, got.shape, got.weak_type) == (want.dtype, want.shape, want.weak_type)
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+
+@pytest.mark.parametrize("separator", [True, False], ids=["separated", "joined"])
+def test_static_fold_in_gives_jaxs_keys_bit_for_bit(fold_in, separator):
+    from flax import config as flax_config
+
+    before = flax_config.flax_fix_rng_separator
+    flax_config.update("flax_fix_rng_separator", separator)
+    try:
+        _fold_in_paths(fold_in)
+    finally:
+        flax_config.update("flax_fix_rng_separator", before)
+
+
+def _fold_in_paths(fold_in: StaticFoldIn) -> None:
+    original = flax_scope._fold_in_static.__wrapped__
+    rng = np.random.default_rng(7)
+    paths: list[tuple] = [("params",), ("params", "Dense_0", "kernel"), (0,), (True, "x"),
+                          ("é", 2**40, ""), (255, 256, 65535)]
+    for _ in range(300):
+        paths.append(tuple(str(rng.integers(1000)) if rng.random() < 0.5
+                           else int(rng.integers(0, 2**62)) for _ in range(rng.integers(1, 5))))
+    for i, path in enumerate(paths):
+        key = jax.random.PRNGKey(int(rng.integers(0, 2**63)) if i % 2 else i)
+        _same_array(flax_scope._fold_in_static(key, path), original(key, path))
+    assert fold_in.direct == len(paths)
+
+
+def test_static_fold_in_leaves_other_keys_and_data_to_flax(fold_in):
+    original = flax_scope._fold_in_static.__wrapped__
+    typed = jax.random.key(3)
+    got, want = flax_scope._fold_in_static(typed, ("a",)), original(typed, ("a",))
+    np.testing.assert_array_equal(jax.random.key_data(got), jax.random.key_data(want))
+    traced = jax.jit(lambda k: flax_scope._fold_in_static(k, ("a", 1)))(jax.random.PRNGKey(3))
+    _same_array(traced, original(jax.random.PRNGKey(3), ("a", 1)))
+    key = jax.random.PRNGKey(1)
+    assert flax_scope._fold_in_static(key, ()) is key
+    with pytest.raises(ValueError, match="Expected int or string"):
+        flax_scope._fold_in_static(key, ("a", 1.5))
+    assert fold_in.direct == 0
+
+
+@pytest.fixture
+def promotion() -> Iterator[PlainPromotion]:
+    from flax.linen import dtypes as flax_dtypes
+
+    shortcut = PlainPromotion()
+    shortcut.install()
+    assert shortcut.installed and flax_dtypes.jnp is not jnp
+    try:
+        yield shortcut
+    finally:
+        flax_dtypes.jnp = jnp
+
+
+def test_plain_promotion_gives_what_asarray_gives(promotion):
+    from flax.linen import dtypes as flax_dtypes
+    from flax.linen.dtypes import promote_dtype
+
+    strong = jnp.ones((3, 2), jnp.float32)
+    args = [strong, jnp.asarray(1.5), np.ones(2, np.float64), 2, jnp.arange(3), None]
+    for dtype in (None, jnp.float32, np.dtype("float16"), "bfloat16"):
+        got = promote_dtype(*args, dtype=dtype)
+        flax_dtypes.jnp = jnp
+        want = promote_dtype(*args, dtype=dtype)
+        promotion.install()
+        promotion.installed = False
+        for g, w in zip(got, want, strict=True):
+            if w is None:
+                assert g is None
+            else:
+                _same_array(g, w)
+    assert promote_dtype(strong, dtype=jnp.float32)[0] is strong  # as JAX itself returns it
+    assert promotion.direct > 0
+    assert flax_dtypes.jnp.ones is jnp.ones  # every other name is jax.numpy's
+
+
+def test_a_block_initialised_and_applied_with_every_shortcut_is_the_same(fold_in, promotion):
+    with_shortcuts = Block().init_with_output(jax.random.PRNGKey(5), X)
+    flax_scope._fold_in_static = flax_scope._fold_in_static.__wrapped__
+    from flax.linen import dtypes as flax_dtypes
+
+    flax_dtypes.jnp = jnp
+    out, variables = Block().init_with_output(jax.random.PRNGKey(5), X)
+    for a, b in zip(jax.tree_util.tree_leaves(with_shortcuts),
+                    jax.tree_util.tree_leaves((out, variables)), strict=True):
+        _same_array(a, b)
+    assert fold_in.direct > 10 and promotion.direct > 10
