@@ -254,11 +254,12 @@ def report(fast: dict, naive: dict, burst_s: float, burst_n: int, burst_cpu_s: f
                   f"Jobs that found one ready: {pool['hits']}, waited for one: {pool['waits']}, "
                   f"started their own: {pool['cold']}."]
         if pool.get("prepared_after_s") is not None:
-            lines += ["", f"The workers' start-up preparation (compilation caches, a prepared "
-                      f"sandbox of each kind, trusted outputs and known mistakes of every "
-                      f"problem) took {pool['prepared_after_s']:.0f} s from their start; the "
-                      f"rows above were measured after it, as at a judge that has been up "
-                      f"that long."]
+            lines += ["", f"The workers' start-up work (compilation caches filled, trusted "
+                      f"outputs and known mistakes of every problem computed, each kind of "
+                      f"sandbox declared to the pool) was over {pool['prepared_after_s']:.0f} s "
+                      f"after their start (what it computes is kept on disk: a restart of the "
+                      f"same version finds it done); the rows above were measured after it and "
+                      f"with the pool's spares ready."]
     if wrong:
         lines += ["", "## Wrong answers", "",
                   "Wrong answers not among the packaged ones, judged as above: the time to a "

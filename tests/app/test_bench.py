@@ -163,7 +163,7 @@ def test_the_pool_section_states_the_start_up_preparation_the_idle_rows_came_aft
     pool = {"idle": 6, "idle_memory_mb": 1200, "hits": 10, "waits": 1, "cold": 0}
     text = report({}, {}, burst_s=40.0, burst_n=50, burst_cpu_s=None, runs=3, baseline_runs=1,
                   pool={**pool, "prepared_after_s": 83.4})
-    assert "start-up preparation" in text and "took 83 s from their start" in text
+    assert "start-up work" in text and "was over 83 s after their start" in text
     text = report({}, {}, burst_s=40.0, burst_n=50, burst_cpu_s=None, runs=3, baseline_runs=1,
                   pool={**pool, "prepared_after_s": None})
-    assert "start-up preparation" not in text
+    assert "start-up work" not in text
