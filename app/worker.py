@@ -219,7 +219,7 @@ class WorkerPool:
         # Set once the start-up preparation (compilation caches, a prepared sandbox per kind,
         # trusted outputs) is over, whether it succeeded or not: the judge is then settled.
         self.prepared = threading.Event()
-        self.started = time.monotonic()
+        self.started = 0.0  # when start() was called
         self.prepared_after_s: float | None = None
         self.judge_fn = judge_fn or _default_judge()
         if sandbox is None:
@@ -236,6 +236,7 @@ class WorkerPool:
         return [t.name for t in self.threads]
 
     def start(self) -> None:
+        self.started = time.monotonic()
         queue.register_workers(self.ctx, self.names, self.kind)
         if self.listener is not None:
             self.listener.start()

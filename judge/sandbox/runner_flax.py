@@ -186,7 +186,16 @@ class ParamShapeMemo:
 param_shapes = ParamShapeMemo()
 
 
-class PlainAttributes:
+class Shortcut:
+    """A shortcut of this module: whether it is installed, and how often it took its direct
+    path."""
+
+    def __init__(self):
+        self.installed = False
+        self.direct = 0
+
+
+class PlainAttributes(Shortcut):
     """Every Flax layer, each time it is bound, passes each of its fields through
     `Module._register_submodules`, which adopts the layers found in it: a walk through Flax's
     serialisation registry and a new weak dictionary every time, for numbers and functions
@@ -197,10 +206,6 @@ class PlainAttributes:
 
     KINDS = frozenset({int, float, bool, str, bytes, complex, type(None), types.FunctionType,
                        types.BuiltinFunctionType, functools.partial})
-
-    def __init__(self):
-        self.installed = False
-        self.direct = 0
 
     def install(self):
         module = sys.modules.get("flax.linen.module")
@@ -256,7 +261,7 @@ def threefry2x32(k0, k1, x0, x1):
     return x0, x1
 
 
-class StaticFoldIn:
+class StaticFoldIn(Shortcut):
     """Flax gives each layer and parameter its own RNG key by folding a hash of its path into
     the root key (`flax.core.scope._fold_in_static`): an eager `jax.random.fold_in`, after a
     `jnp.uint32` of the hash, for every parameter of every `init` (about a fifth of an eager
@@ -264,10 +269,6 @@ class StaticFoldIn:
     implementation, JAX's fold-in is Threefry-2x32 of the words (0, hash) under the key: that
     is computed here in Python integers and put on the device once. Any other key (typed,
     traced, of another implementation) and anything else Flax would refuse go to Flax's code."""
-
-    def __init__(self):
-        self.installed = False
-        self.direct = 0
 
     def install(self):
         scope = sys.modules.get("flax.core.scope")
@@ -313,16 +314,12 @@ class StaticFoldIn:
 static_fold_in = StaticFoldIn()
 
 
-class PlainPromotion:
+class PlainPromotion(Shortcut):
     """Every Flax layer call passes its inputs and parameters through `promote_dtype`, which
     calls `jnp.asarray(x, dtype)` on each: about 25 microseconds a call for an array that
     already has that dtype, for which JAX returns the array itself. Flax's dtype module is
     given a jax.numpy whose `asarray` returns such an array (concrete, of that dtype, not
     weakly typed) at once; every other call, and every other name, is jax.numpy's own."""
-
-    def __init__(self):
-        self.installed = False
-        self.direct = 0
 
     def install(self):
         dtypes = sys.modules.get("flax.linen.dtypes")

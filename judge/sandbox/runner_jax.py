@@ -2,7 +2,7 @@
 warm-up's shared MLIR context, the hand-over of compilations in a sandbox forked warm, and the
 record of the variables Flax's `init` created (its shortcuts: runner_flax.py).
 
-Part of the runner: its source comes first in the one source a sandbox runs
+Part of the runner: its source comes before the runner's in the one source a sandbox runs
 (`judge.sandbox.base.RUNNER_SOURCE`), so it imports only the standard library at the top and
 reaches JAX and Flax through `sys.modules`, once the runner has imported them.
 """

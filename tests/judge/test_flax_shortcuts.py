@@ -8,10 +8,12 @@ keys, bit for bit, as JAX's Threefry fold-in. Plain promotion: the same arrays a
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import flax.linen as nn
 import jax
@@ -36,16 +38,22 @@ from tests.conftest import REPO
 from tests.judge.conftest import forked_sandbox
 
 
+@contextlib.contextmanager
+def _installed(shortcut: Any, owner: Any, name: str) -> Iterator[Any]:
+    """`shortcut` installed over `owner.name`, which is put back afterwards."""
+    original = getattr(owner, name)
+    shortcut.install()
+    assert shortcut.installed and getattr(owner, name) is not original
+    try:
+        yield shortcut
+    finally:
+        setattr(owner, name, original)
+
+
 @pytest.fixture
 def memo() -> Iterator[ParamShapeMemo]:
-    original = jax.eval_shape
-    m = ParamShapeMemo()
-    m.install()
-    assert m.installed and jax.eval_shape is not original
-    try:
+    with _installed(ParamShapeMemo(), jax, "eval_shape") as m:
         yield m
-    finally:
-        jax.eval_shape = original  # type: ignore[attr-defined]
 
 
 X = np.random.default_rng(0).standard_normal((5, 8)).astype(np.float32)
@@ -314,14 +322,8 @@ def test_in_the_sandbox_the_warm_up_has_filled_the_memo(encoder: Package, forked
 
 @pytest.fixture
 def fold_in() -> Iterator[StaticFoldIn]:
-    original = flax_scope._fold_in_static
-    shortcut = StaticFoldIn()
-    shortcut.install()
-    assert shortcut.installed and flax_scope._fold_in_static is not original
-    try:
+    with _installed(StaticFoldIn(), flax_scope, "_fold_in_static") as shortcut:
         yield shortcut
-    finally:
-        flax_scope._fold_in_static = original
 
 
 def _same_array(got: jax.Array, want: jax.Array) -> None:
@@ -374,13 +376,9 @@ def test_static_fold_in_leaves_other_keys_and_data_to_flax(fold_in):
 def promotion() -> Iterator[PlainPromotion]:
     from flax.linen import dtypes as flax_dtypes
 
-    shortcut = PlainPromotion()
-    shortcut.install()
-    assert shortcut.installed and flax_dtypes.jnp is not jnp
-    try:
+    assert flax_dtypes.jnp is jnp
+    with _installed(PlainPromotion(), flax_dtypes, "jnp") as shortcut:
         yield shortcut
-    finally:
-        flax_dtypes.jnp = jnp
 
 
 def test_plain_promotion_gives_what_asarray_gives(promotion):
@@ -389,12 +387,12 @@ def test_plain_promotion_gives_what_asarray_gives(promotion):
 
     strong = jnp.ones((3, 2), jnp.float32)
     args = [strong, jnp.asarray(1.5), np.ones(2, np.float64), 2, jnp.arange(3), None]
+    with_shortcut = flax_dtypes.jnp
     for dtype in (None, jnp.float32, np.dtype("float16"), "bfloat16"):
-        got = promote_dtype(*args, dtype=dtype)
         flax_dtypes.jnp = jnp
         want = promote_dtype(*args, dtype=dtype)
-        promotion.install()
-        promotion.installed = False
+        flax_dtypes.jnp = with_shortcut
+        got = promote_dtype(*args, dtype=dtype)
         for g, w in zip(got, want, strict=True):
             if w is None:
                 assert g is None
