@@ -14,6 +14,7 @@ import math
 import os
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -280,12 +281,11 @@ def report(fast: dict, naive: dict, burst_s: float, burst_n: int, burst_cpu_s: f
 def docker_available() -> str | None:
     """Why the docker column cannot be measured here, or None when it can."""
     from app.settings import get_settings
-    from judge.sandbox import SandboxUnavailable, make_sandbox
+    from judge import SandboxUnavailable, open_sandbox
 
-    st = get_settings()
+    config = replace(get_settings().sandbox_config(), kind="docker", compile_cache=False)
     try:
-        make_sandbox("docker", docker_host=st.docker_host, docker_image=st.docker_image,
-                     compile_cache=False).close()
+        open_sandbox(config).close()
     except SandboxUnavailable as e:
         return str(e)
     return None

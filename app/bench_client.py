@@ -17,7 +17,7 @@ from typing import Any
 
 import httpx
 
-from judge.parallel import cut
+from judge import cut
 
 
 @dataclass(frozen=True)

@@ -8,33 +8,16 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-from fastapi import FastAPI, Request
-from fastapi.exception_handlers import http_exception_handler
-from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
-from starlette.concurrency import run_in_threadpool
-from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.responses import Response
+from fastapi import FastAPI
 
 from app import web
-from app.api import health, problems, submissions, users
+from app.api import health, problem_details, problems, submissions, users
 from app.context import Context
 from app.notify import PgListener
 from app.services import samples
-from app.services.errors import ServiceError
 from app.settings import Settings, get_settings
 
 log = logging.getLogger("tensorjudge.api")
-
-
-def _service_error(_request: Request, exc: Exception) -> JSONResponse:
-    assert isinstance(exc, ServiceError)
-    headers = {}
-    if exc.retry_after is not None:
-        headers["Retry-After"] = str(int(max(1, round(exc.retry_after))))
-    if exc.status == 401:
-        headers["WWW-Authenticate"] = "Bearer"
-    return JSONResponse({"detail": exc.message}, status_code=exc.status, headers=headers)
 
 
 def create_app(
@@ -80,8 +63,6 @@ def create_app(
                 listener.join(timeout=2)
 
     app = FastAPI(
-        # Bodies beyond this get 413 as they arrive, whatever Content-Length claims.
-        max_body_size=max(1 << 20, 8 * settings.max_code_bytes),
         title="tensorjudge",
         version="1",
         summary="An online judge for machine-learning implementation problems",
@@ -89,24 +70,10 @@ def create_app(
     )
     app.state.ctx = ctx
     app.state.registry = health.make_registry(ctx)
-    app.add_exception_handler(ServiceError, _service_error)
-
-    @app.exception_handler(RequestValidationError)
-    async def _invalid(_request: Request, exc: RequestValidationError) -> JSONResponse:
-        errors = [{k: v for k, v in e.items() if k in ("loc", "msg", "type")}
-                  for e in exc.errors()]
-        return JSONResponse({"detail": errors}, status_code=422)
-
-    @app.exception_handler(StarletteHTTPException)
-    async def _http_error(request: Request, exc: StarletteHTTPException) -> Response:
-        if exc.status_code == 400 and exc.detail == "There was an error parsing the body":
-            # A body that is not UTF-8 JSON: malformed JSON is a 422 like any bad body.
-            return JSONResponse({"detail": "the body is not valid UTF-8 JSON"}, 422)
-        if (exc.status_code == 404 and not request.url.path.startswith("/api/")
-                and "text/html" in request.headers.get("accept", "")):
-            # A browser on a path that does not exist gets the HTML page.
-            return await run_in_threadpool(web.not_found_page, request)
-        return await http_exception_handler(request, exc)
+    # Every error in one shape; bodies beyond the limit get 413 as they arrive, whatever
+    # Content-Length claims.
+    problem_details.install(app, max_body_bytes=max(1 << 20, 8 * settings.max_code_bytes),
+                            not_found_page=web.not_found_page)
 
     for r in (users.router, problems.router, submissions.router, health.router):
         app.include_router(r)

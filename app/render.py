@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from judge.verdicts import JudgeResult
+from judge import JudgeResult
 
 
 def _g(x: float | None, fmt: str = ".2e") -> str:

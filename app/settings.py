@@ -7,10 +7,14 @@ import os
 import secrets
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import platformdirs
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+if TYPE_CHECKING:
+    from judge import SandboxConfig
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -50,6 +54,9 @@ class Settings(BaseSettings):
     # And for the kinds whose warm-up runs JAX, sandboxes forked from a server that has run
     # the warm-up too: a prepared sandbox costs a fork, not seconds of CPU.
     fork_warmed: bool = True
+    # The in-sandbox patches of JAX and Flax internals that make sandboxes fast (false: the
+    # libraries run as released, slower).
+    library_patches: bool = True
 
     # The queue.
     lease_seconds: float = Field(default=60.0, gt=0, description="a worker's hold on a submission")
@@ -85,6 +92,19 @@ class Settings(BaseSettings):
     @property
     def package_cache_dir(self) -> Path:
         return self.cache_dir / "packages"
+
+    def sandbox_config(self) -> SandboxConfig:
+        """The judge's sandbox as these settings configure it (serve, workers, the command
+        line, validation and the benchmark all open theirs from this)."""
+        from judge import SandboxConfig
+
+        return SandboxConfig(
+            kind=self.sandbox, pool_per_key=self.pool_size, pool_max_idle=self.pool_max_idle,
+            pool_max_idle_mb=self.pool_max_idle_mb, pool_split=self.pool_split,
+            compile_cache=self.compile_cache, bwrap=self.bwrap, fork_server=self.fork_server,
+            fork_warmed=self.fork_warmed, docker_host=self.docker_host or None,
+            docker_image=self.docker_image, docker_cache_volume=self.docker_cache_volume,
+            library_patches=self.library_patches)
 
     @field_validator("secret_key")
     @classmethod

@@ -16,32 +16,17 @@ from app.db.models import utcnow
 from app.notify import PgListener
 from app.services import problems, queue
 from app.services.queue import Job
-from judge.verdicts import aggregate
+from judge import aggregate
 
 log = logging.getLogger("tensorjudge.worker")
 
-# judge.engine.judge's shape:
+# judge.judge's shape:
 # (package, code, sandbox, *, samples_only, on_test, split) -> JudgeResult
 JudgeFn = Callable[..., Any]
 
 
-def make_worker_sandbox(settings: Any) -> Any:
-    """The sandbox a worker judges with: by default, a pool of prepared sandboxes."""
-    from judge.sandbox import make_sandbox
-
-    return make_sandbox(settings.sandbox, pool_per_key=settings.pool_size,
-                        pool_max_idle=settings.pool_max_idle,
-                        pool_max_idle_mb=settings.pool_max_idle_mb,
-                        pool_split=settings.pool_split,
-                        compile_cache=settings.compile_cache, bwrap=settings.bwrap,
-                        fork_server=settings.fork_server, fork_warmed=settings.fork_warmed,
-                        docker_host=settings.docker_host,
-                        docker_image=settings.docker_image,
-                        docker_cache_volume=settings.docker_cache_volume)
-
-
 def _default_judge() -> JudgeFn:
-    from judge.engine import judge
+    from judge import judge
 
     return judge
 
@@ -223,7 +208,9 @@ class WorkerPool:
         self.prepared_after_s: float | None = None
         self.judge_fn = judge_fn or _default_judge()
         if sandbox is None:
-            sandbox = make_worker_sandbox(ctx.settings)
+            from judge import open_sandbox
+
+            sandbox = open_sandbox(ctx.settings.sandbox_config(), pooled=True)
         self.sandbox = sandbox
         self.threads = [WorkerThread(self, queue.worker_name(i)) for i in range(n)]
         self.listener: PgListener | None = None
@@ -264,61 +251,15 @@ class WorkerPool:
             self._prepared()
 
     def _prepare_all(self) -> None:
-        """Fill the compilation cache for every current problem, then keep prepared
-        sandboxes ready for them; the most expensive to prepare are declared last, so first."""
-        from judge.engine import pool_headers
-        from judge.sandbox.base import EAGER_JAX
+        """The judge's start-up work for every current problem (judge.prepare_problems)."""
+        from judge import prepare_problems
 
         try:
             packages = problems.current_packages(self.ctx)
         except Exception as e:  # noqa: BLE001 - the pool then fills on demand
             log.warning("cannot list problems to prepare sandboxes", extra={"error": str(e)})
             return
-        # Eager JAX's warm-up is the longest to fill and the least used: every problem's
-        # other kinds first, then the known mistakes (only a wrong answer needs them).
-        later: list[tuple[Any, dict]] = []
-        for package in packages:
-            for header in pool_headers(package):
-                if EAGER_JAX in header["preload"]:
-                    later.append((package, header))
-                elif not self._prepare_kind(package, header):
-                    return
-        for package in packages:
-            self._compute_trusted_outputs(package)
-        for package, header in later:
-            if not self._prepare_kind(package, header):
-                return
-        log.info("sandboxes prepared", extra={"problems": len(packages)})
-
-    def _prepare_kind(self, package: Any, header: dict) -> bool:
-        """Fill the compilation cache for one kind of sandbox and keep one ready; False once
-        the workers are stopping."""
-        if self.stopping.is_set():
-            return False
-        memory = package.manifest.limits.memory_mb << 20
-        pool = self.sandbox
-        try:
-            pool.sandbox.fill_compile_cache(header, memory)
-        except Exception as e:  # noqa: BLE001
-            log.warning("compilation cache not filled",
-                        extra={"problem": package.slug, "error": str(e)})
-        pool.prewarm(header, memory)
-        return True
-
-    def _compute_trusted_outputs(self, package: Any) -> None:
-        """The expected outputs and those of the package's known mistakes, computed (trusted,
-        at low priority) before a submission needs them rather than on its path to a verdict."""
-        from judge.expected import expected_outputs
-        from judge.mistakes import bank
-
-        if self.stopping.is_set():
-            return
-        try:
-            expected_outputs(package, package.tests, background=True)
-            bank(package, package.tests, background=True)
-        except Exception as e:  # noqa: BLE001 - the first submission computes them instead
-            log.warning("trusted outputs not computed",
-                        extra={"problem": package.slug, "error": str(e)})
+        prepare_problems(self.sandbox, packages, self.stopping)
 
     def _heartbeat(self) -> None:
         while not self.stopping.wait(self.ctx.settings.heartbeat_seconds):

@@ -1,0 +1,85 @@
+"""The judge: what the service uses of it, by name.
+
+    judge(package, code, sandbox, ...)       judge a submission -> JudgeResult
+    validate_package(path, sandbox, ...)     a package proves its own claims -> Report
+    prepare_problems(pool, packages, stop)   the start-up work, before the first submission
+    prepare_tests(package, samples_only)     the selected tests' inputs and expected outputs
+    open_sandbox(SandboxConfig(...))         the configured sandbox, pooled or fresh
+    and the models: Package, Verdict, JudgeResult...
+
+Each name is imported on first use (PEP 562), so `import judge` costs nothing: the command
+line and the pages import the judge without loading NumPy or a sandbox backend. No name here
+is also a module of the package (`validate`, `package`...): importing that module would
+replace the name.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from judge.engine import fill_compile_cache, judge
+    from judge.package import SLUG_RE, Package, PackageError, discover, load_package
+    from judge.parallel import cut
+    from judge.prepared import PreparedTests
+    from judge.prepared import prepare as prepare_tests
+    from judge.sandbox import (
+        PoolFigures,
+        SandboxConfig,
+        SandboxPool,
+        SandboxUnavailable,
+        open_sandbox,
+    )
+    from judge.startup import prepare_problems
+    from judge.validate import Check, Report
+    from judge.validate import validate as validate_package
+    from judge.verdicts import VERDICT_WORDS, JudgeResult, TestResult, Verdict, aggregate
+
+# name -> (module, its name there)
+_FACE: dict[str, tuple[str, str]] = {
+    "judge": ("judge.engine", "judge"),
+    "fill_compile_cache": ("judge.engine", "fill_compile_cache"),
+    "validate_package": ("judge.validate", "validate"),
+    "Check": ("judge.validate", "Check"),
+    "Report": ("judge.validate", "Report"),
+    "prepare_problems": ("judge.startup", "prepare_problems"),
+    "prepare_tests": ("judge.prepared", "prepare"),
+    "PreparedTests": ("judge.prepared", "PreparedTests"),
+    "open_sandbox": ("judge.sandbox", "open_sandbox"),
+    "SandboxConfig": ("judge.sandbox", "SandboxConfig"),
+    "SandboxUnavailable": ("judge.sandbox", "SandboxUnavailable"),
+    "SandboxPool": ("judge.sandbox", "SandboxPool"),
+    "PoolFigures": ("judge.sandbox", "PoolFigures"),
+    "Package": ("judge.package", "Package"),
+    "PackageError": ("judge.package", "PackageError"),
+    "load_package": ("judge.package", "load_package"),
+    "discover": ("judge.package", "discover"),
+    "SLUG_RE": ("judge.package", "SLUG_RE"),
+    "Verdict": ("judge.verdicts", "Verdict"),
+    "VERDICT_WORDS": ("judge.verdicts", "VERDICT_WORDS"),
+    "JudgeResult": ("judge.verdicts", "JudgeResult"),
+    "TestResult": ("judge.verdicts", "TestResult"),
+    "aggregate": ("judge.verdicts", "aggregate"),
+    "cut": ("judge.parallel", "cut"),
+}
+
+__all__ = ["judge", "fill_compile_cache", "validate_package", "Check", "Report",
+           "prepare_problems", "prepare_tests", "PreparedTests", "open_sandbox", "SandboxConfig",
+           "SandboxUnavailable", "SandboxPool", "PoolFigures", "Package", "PackageError",
+           "load_package", "discover", "SLUG_RE", "Verdict", "VERDICT_WORDS", "JudgeResult",
+           "TestResult", "aggregate", "cut"]
+
+
+def __getattr__(name: str) -> Any:
+    try:
+        module, attr = _FACE[name]
+    except KeyError:
+        raise AttributeError(f"module 'judge' has no attribute {name!r}") from None
+    value = getattr(import_module(module), attr)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_FACE})

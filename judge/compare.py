@@ -10,15 +10,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from judge.package import Tolerance
 from judge.verdicts import TestResult, Verdict
 
 GRID_MAX = 48  # rows/columns kept of the error picture
-
-
-@dataclass(frozen=True)
-class Tolerance:
-    atol: float
-    rtol: float
 
 
 def compare(
@@ -78,7 +73,7 @@ def _fmt_index(idx: tuple[int, ...] | list[int]) -> str:
 
 @dataclass(frozen=True)
 class Hint:
-    """One reading of how a wrong output is wrong. `key` names the kind (judge/diagnosis.py
+    """One reading of how a wrong output is wrong. `key` names the kind (judge/diagnosis/diagnose.py
     turns the kinds that say what to change into findings); `text` is the sentence."""
 
     key: str  # non-finite | zeros | transposed | reordered | scaled | negated | positions

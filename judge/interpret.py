@@ -7,8 +7,9 @@ from __future__ import annotations
 import signal
 
 from judge import wire
-from judge.compare import Tolerance, compare
-from judge.params import parse_variables
+from judge.compare import compare
+from judge.diagnosis.params import parse_variables
+from judge.package import Tolerance
 from judge.prepared import PreparedTests
 from judge.sandbox.io_loop import RawRun, RunPlan
 from judge.verdicts import JudgeResult, TestResult, Verdict, aggregate

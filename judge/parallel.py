@@ -11,17 +11,18 @@ compile their own code are not cut (each part would compile it again).
 
 from __future__ import annotations
 
-import ast
 import threading
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Protocol
 
 from judge import wire
-from judge.compare import Tolerance
 from judge.interpret import interpret
+from judge.package import Tolerance
 from judge.prepared import PreparedTests
-from judge.sandbox.io_loop import OutputTally, RawRun, RunPlan
+from judge.sandbox.base import Started
+from judge.sandbox.io_loop import OutputTally, RunPlan
+from judge.sandbox.job import Job, Kind
+from judge.sandbox.pool import SandboxPool
 from judge.verdicts import JudgeResult, Verdict, aggregate
 
 # Fewer tests than this are not worth a second sandbox: each part pays the module's start, and
@@ -32,40 +33,18 @@ MIN_TESTS_TO_SPLIT = 6
 MIN_JAX_TESTS_TO_SPLIT = 2
 
 
-def min_tests_to_split(header: dict) -> int:
-    return MIN_JAX_TESTS_TO_SPLIT if "jax" in header.get("preload", ()) else MIN_TESTS_TO_SPLIT
+def min_tests_to_split(kind: Kind) -> int:
+    return MIN_JAX_TESTS_TO_SPLIT if kind.uses_jax else MIN_TESTS_TO_SPLIT
 
 
-class SplittingSandbox(Protocol):
-    def acquire_idle(self, header: dict, memory_bytes: int, count: int) -> list | None: ...
-    def execute(self, sp: object, header: dict, tests_args: list[dict],
-                plan: RunPlan) -> RawRun: ...
-
-
-# Calls that make JAX (or PyTorch) compile the user's own code. Such a submission gains nothing
-# from a second sandbox: each part would compile the same functions again, on the same cores.
-SELF_COMPILING = {"jit", "pjit", "pmap", "scan", "fori_loop", "while_loop", "cond", "switch",
-                  "checkpoint", "remat", "shard_map", "compile"}
-
-
-def compiles_itself(tree: ast.AST) -> bool:
-    for node in ast.walk(tree):
-        name = node.attr if isinstance(node, ast.Attribute) else getattr(node, "id", None)
-        if name in SELF_COMPILING:
-            return True
-        if isinstance(node, ast.alias) and node.name.rsplit(".", 1)[-1] in SELF_COMPILING:
-            return True
-    return False
-
-
-def idle_sandboxes(sandbox: object, header: dict, plan: RunPlan, tree: ast.AST,
-                   n_tests: int) -> list | None:
-    """Two prepared sandboxes for one submission, when a pool has them idle and nothing else
-    is judging, and the submission is worth cutting; None otherwise."""
-    acquire = getattr(sandbox, "acquire_idle", None)
-    if acquire is None or n_tests < min_tests_to_split(header) or compiles_itself(tree):
+def idle_sandboxes(sandbox: SandboxPool, job: Job, n_tests: int) -> list[Started] | None:
+    """Two prepared sandboxes for one submission, when the pool has them idle and nothing
+    else is judging, and the submission is worth cutting (one that compiles its own code is
+    not: each part would compile the same functions again, on the same cores); None
+    otherwise."""
+    if n_tests < min_tests_to_split(job.kind) or job.compiles_itself:
         return None
-    return acquire(header, plan.memory_bytes, 2)  # type: ignore[no-any-return]
+    return sandbox.acquire_idle(job.kind, 2)
 
 
 def cut(n: int, parts: int) -> list[tuple[int, int]]:
@@ -93,7 +72,7 @@ def _shifted(on_frame: Callable[[wire.Frame], None] | None,
     return forward
 
 
-def judge_in_parts(sandbox: SplittingSandbox, sandboxes: list, header: dict,
+def judge_in_parts(sandbox: SandboxPool, sandboxes: list[Started], job: Job,
                    prepared: PreparedTests, plan: RunPlan, tol: Tolerance) -> JudgeResult:
     ranges = cut(len(prepared.tests), len(sandboxes))
     results: list[JudgeResult | None] = [None] * len(ranges)
@@ -107,7 +86,7 @@ def judge_in_parts(sandbox: SplittingSandbox, sandboxes: list, header: dict,
         part_plan = replace(plan, expected_sizes=plan.expected_sizes[a:b],
                             on_frame=_shifted(plan.on_frame, a), shared_output=tally)
         try:
-            raw = sandbox.execute(sandboxes[k], header, part.args, part_plan)
+            raw = sandbox.execute(sandboxes[k], job, part.args, part_plan)
             results[k] = interpret(raw, part, tol, part_plan)
         except BaseException as e:  # noqa: BLE001 - reported as the judge's fault below
             errors.append(e)

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from judge import pysource
-from judge.expected import expected_outputs
 from judge.package import Package, TestSpec
+from judge.trusted.expected import expected_outputs
 
 
 @dataclass

@@ -16,11 +16,13 @@ from pathlib import Path
 
 import numpy as np
 
-from judge.compare import Tolerance
-from judge.engine import Sandbox, judge
-from judge.expected import expected_outputs
-from judge.mistakes import Observed, bank, name_mistakes
+from judge.diagnosis.mistakes import Observed, name_mistakes
+from judge.engine import fill_compile_cache, judge
 from judge.package import Package, PackageError, load_package
+from judge.sandbox.base import Backend
+from judge.sandbox.pool import SandboxPool
+from judge.trusted.expected import expected_outputs
+from judge.trusted.known_mistakes import bank
 from judge.verdicts import JudgeResult, Verdict
 
 
@@ -55,7 +57,7 @@ def precision_margin(f32: np.ndarray, f64: np.ndarray, atol: float, rtol: float)
 
 def validate(
     path: Path | str,
-    sandbox: Sandbox,
+    sandbox: SandboxPool | Backend,
     *,
     parallel: int = 2,
     progress: Callable[[Check], None] | None = None,
@@ -100,8 +102,6 @@ def validate(
     note("known mistakes run", not unknown, f"{len(known)} mistakes"
          + (f"; failed: {', '.join(unknown[:5])}" if unknown else ""))
 
-    from judge.engine import fill_compile_cache
-
     try:
         fill_compile_cache(package, sandbox)
     except Exception as e:  # noqa: BLE001 - only slower without it
@@ -143,7 +143,7 @@ def validate(
                 # outputs? Then that mistake is too close to a right answer to be told apart.
                 observed = [Observed(t.name, True, t.output, e)
                             for t, e in zip(res.tests, f32, strict=True)]
-                close = name_mistakes(known, observed, Tolerance(tol.atol, tol.rtol))
+                close = name_mistakes(known, observed, tol)
                 if close:
                     ok = False
                     detail += f"; its outputs would be taken for {close[0].title!r}"
@@ -159,5 +159,5 @@ def _unnamed(code: str, expected: Verdict) -> str:
     return code
 
 
-def validate_package(package: Package, sandbox: Sandbox) -> Report:
+def validate_package(package: Package, sandbox: SandboxPool | Backend) -> Report:
     return validate(package.path, sandbox)

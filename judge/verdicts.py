@@ -1,14 +1,14 @@
-"""The one verdict type, its precedence and the one way per-test verdicts become a result."""
+"""The one verdict type, its precedence and the one way per-test verdicts become a result; the
+result as plain data (tests, findings): the diagnosis imports and fills it, it imports nothing
+of the diagnosis."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
-
-from judge.findings import Finding
 
 
 class Verdict(StrEnum):
@@ -86,6 +86,24 @@ def clean_text(s: str | None) -> str | None:
     return s.encode("utf-8", "surrogatepass").decode("utf-8", "replace").replace("\x00", "\ufffd")
 
 
+FindingKind = Literal["known-mistake", "parameters", "property", "numeric", "error"]
+
+
+@dataclass(frozen=True)
+class Finding:
+    """What a wrong submission most likely got wrong, in plain words. A finding never changes
+    a verdict; `kind` says which mechanism of the diagnosis (judge/diagnosis/) found it."""
+
+    kind: FindingKind
+    title: str  # one line naming the mistake in plain words
+    detail: str  # what to change, and where the statement warns about it
+    tests: list[str] = field(default_factory=list)  # names of the tests it explains
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "title": self.title, "detail": self.detail,
+                "tests": list(self.tests)}
+
+
 @dataclass
 class TestResult:
     """One test's outcome. `verdict` is None when the test was not run (an earlier test ended
@@ -114,7 +132,7 @@ class TestResult:
     # the diagnosis compares it with known mistakes' outputs after the run.
     output: np.ndarray | None = field(default=None, repr=False, compare=False)
     # The Flax variables its `init` created, as (path, shape) in creation order, parsed from
-    # the sandbox's report (judge/params.py); in memory only, for the diagnosis.
+    # the sandbox's report (judge/diagnosis/params.py); in memory only, for the diagnosis.
     variables: list[tuple[str, tuple[int, ...]]] | None = field(default=None, repr=False,
                                                                  compare=False)
 
@@ -150,7 +168,7 @@ class JudgeResult:
     parts: int = 1
     # Runs that decided the verdict: 2 when a time-out was met and the submission run again.
     runs: int = 1
-    # What the mistake most likely is, most certain first (judge/diagnosis.py); never
+    # What the mistake most likely is, most certain first (judge/diagnosis/diagnose.py); never
     # changes the verdict, empty when the judge does not know.
     diagnosis: list[Finding] = field(default_factory=list)
     # Of wall_ms, the time the diagnosis took (after the verdict was known).

@@ -12,18 +12,21 @@ class DecoderBlock(nn.Module):
     @nn.compact
     def __call__(self, x_q, x_kv):
         t_q, d_model = x_q.shape[-2], x_q.shape[-1]
-        causal = jnp.tril(jnp.ones((t_q, t_q)))
+        causal = jnp.tril(jnp.ones((t_q, t_q)))  # site: the self-attention
         # Sub-layer 1: causal self-attention (LayerNorm_0, MultiHeadDotProductAttention_0).
+        # site: the self-attention
         h = nn.LayerNorm()(x_q)
         h = nn.MultiHeadDotProductAttention(num_heads=self.num_heads)(h, mask=causal)
         x_q = x_q + h
         # Sub-layer 2: cross-attention, no mask (LayerNorm_1 for the queries,
         # LayerNorm_2 for the keys/values, MultiHeadDotProductAttention_1).
+        # site: the cross-attention
         q = nn.LayerNorm()(x_q)
         kv = nn.LayerNorm()(x_kv)
         h = nn.MultiHeadDotProductAttention(num_heads=self.num_heads)(q, kv)
         x_q = x_q + h
         # Sub-layer 3: position-wise FFN (LayerNorm_3, Dense_0, Dense_1).
+        # site: the feed-forward sub-layer
         h = nn.LayerNorm()(x_q)
         h = nn.Dense(self.d_ff)(h)
         h = nn.relu(h)

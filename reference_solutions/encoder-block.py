@@ -13,10 +13,12 @@ class EncoderBlock(nn.Module):
     def __call__(self, x):
         d_model = x.shape[-1]
         # Sub-layer 1: self-attention (LayerNorm_0, MultiHeadDotProductAttention_0).
+        # site: the self-attention
         h = nn.LayerNorm()(x)
         h = nn.MultiHeadDotProductAttention(num_heads=self.num_heads)(h)
         x = x + h
         # Sub-layer 2: position-wise FFN (LayerNorm_1, Dense_0, Dense_1).
+        # site: the feed-forward sub-layer
         h = nn.LayerNorm()(x)
         h = nn.Dense(self.d_ff)(h)
         h = nn.relu(h)

@@ -15,7 +15,7 @@ from prometheus_client.core import (
 from app.api.deps import CtxDep
 from app.context import Context
 from app.services import queue
-from judge.verdicts import Verdict
+from judge import Verdict
 
 router = APIRouter(tags=["operations"])
 
@@ -24,17 +24,13 @@ def pool_status(request: Request) -> dict | None:
     """This process's pool of prepared sandboxes, when it runs embedded workers with one."""
     workers = getattr(request.app.state, "pool", None)
     pool = getattr(workers, "sandbox", None)
-    if pool is None or not hasattr(pool, "idle"):
+    if pool is None or not hasattr(pool, "figures"):
         return None
-    st = pool.stats
     prepared = getattr(workers, "prepared_after_s", None)
-    return {"idle": len(pool.idle()), "spawning": pool.spawning(),
-            # Seconds from the workers' start to the end of their start-up preparation
-            # (null while it runs): until then, background work shares the cores.
-            "prepared_after_s": None if prepared is None else round(prepared, 1),
-            "idle_memory_mb": round(pool.idle_memory_bytes() / 2**20),
-            "hits": st.hits, "waits": st.waits, "cold": st.cold, "spawned": st.spawned,
-            "discarded": st.discarded, "split": st.split}
+    # Seconds from the workers' start to the end of their start-up preparation (null while
+    # it runs): until then, background work shares the cores.
+    return {**pool.figures().to_dict(),
+            "prepared_after_s": None if prepared is None else round(prepared, 1)}
 
 
 @router.get("/healthz", responses={503: {"description": "the database is unreachable"}})

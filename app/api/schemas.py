@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from http import HTTPStatus
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from judge.package import Tolerance
 
 
 class Open(BaseModel):
@@ -43,14 +46,12 @@ class ProblemSummary(Open):
     version: int
 
 
-class Tolerance(BaseModel):
-    atol: float
-    rtol: float
-
-
 class ProblemOut(ProblemSummary):
     statement: str
     starter: str | None
+    starters: dict[str, str] = Field(
+        default_factory=dict, description="framework → its starter code, in the order of "
+        "`frameworks` (`starter` is the first one's)")
     tolerance: Tolerance
     limits: dict[str, Any]
     samples: list[dict[str, Any]]
@@ -122,16 +123,13 @@ class SubmissionOut(SubmissionSummary):
     code: str
 
 
-class Error(BaseModel):
-    detail: Any
-
-
 # Ids are INTEGER columns (32-bit on PostgreSQL): a larger one is a bad request, not a
 # missing row (nor a database error).
 MAX_ID = 2**31 - 1
 
 
 def errors(*codes: int) -> dict[int | str, dict[str, Any]]:
-    """The `responses=` of a route: these error statuses, each with an `Error` body."""
-    return {code: {"model": Error} for code in codes}
+    """The `responses=` of a route: these error statuses (their body, the problem details of
+    app.api.problem_details, is filled in for every error response of the document)."""
+    return {code: {"description": HTTPStatus(code).phrase} for code in codes}
 

@@ -11,7 +11,7 @@ from app.settings import get_settings
 
 if TYPE_CHECKING:
     from app.context import Context
-    from judge.sandbox import Backend, SandboxPool
+    from judge import SandboxPool
 
 
 def fail(msg: str, code: int = 2) -> NoReturn:
@@ -19,20 +19,14 @@ def fail(msg: str, code: int = 2) -> NoReturn:
     raise typer.Exit(code)
 
 
-def open_sandbox(pooled: bool = False) -> Backend | SandboxPool:
+def open_sandbox(pooled: bool = False) -> SandboxPool:
     """A fresh sandbox per judgement for one-off commands; a pool of prepared ones for
     workers."""
-    from app.worker import make_worker_sandbox
-    from judge.sandbox import SandboxUnavailable, make_sandbox
+    import judge
 
-    st = get_settings()
     try:
-        if pooled:
-            return make_worker_sandbox(st)
-        return make_sandbox(st.sandbox, compile_cache=st.compile_cache, bwrap=st.bwrap,
-                            docker_host=st.docker_host, docker_image=st.docker_image,
-                            docker_cache_volume=st.docker_cache_volume)
-    except SandboxUnavailable as e:
+        return judge.open_sandbox(get_settings().sandbox_config(), pooled=pooled)
+    except judge.SandboxUnavailable as e:
         fail(str(e))
 
 
@@ -40,7 +34,7 @@ def find_package(slug: str) -> Path:
     root = get_settings().problems_dir
     path = root / slug
     if not (path / "problem.toml").is_file():
-        from judge.package import discover
+        from judge import discover
 
         known = ", ".join(p.name for p in discover(root)) if root.is_dir() else "none"
         fail(f"no problem {slug!r} in {root} (known: {known})")

@@ -12,7 +12,7 @@ import typer
 from app.cli.common import fail, find_package, open_sandbox
 
 if TYPE_CHECKING:
-    from judge.verdicts import JudgeResult
+    from judge import JudgeResult
 
 
 def judge_cmd(
@@ -23,8 +23,7 @@ def judge_cmd(
 ) -> None:
     """Judge a local file with the same sandbox and comparison as the service."""
     from app.render import result_table
-    from judge.engine import fill_compile_cache, judge
-    from judge.package import PackageError, load_package
+    from judge import PackageError, fill_compile_cache, judge, load_package
 
     try:
         code = file.read_bytes().decode("utf-8")

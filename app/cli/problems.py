@@ -30,7 +30,7 @@ def problems_list(
             typer.echo(f"{row['slug']:24} v{row['version']:<3} {row['difficulty']:7} "
                        f"{'/'.join(row['frameworks']):17} {row['title']}")
         return
-    from judge.package import PackageError, discover, load_package
+    from judge import PackageError, discover, load_package
 
     root = get_settings().problems_dir
     for path in discover(root):
@@ -51,8 +51,7 @@ def problems_validate(
     parallel: Annotated[int, typer.Option(help="submissions judged at once")] = 2,
 ) -> None:
     """Run the reference and every packaged submission; fail unless each gets its verdict."""
-    from judge.package import discover
-    from judge.validate import validate
+    from judge import discover, validate_package
 
     if all_ == (path is not None):
         fail("give a PATH or --all")
@@ -67,7 +66,7 @@ def problems_validate(
     for p in paths:
         assert p is not None
         typer.echo(f"{p}")
-        report = validate(p, sandbox, parallel=parallel, progress=show)
+        report = validate_package(p, sandbox, parallel=parallel, progress=show)
         failed += not report.ok
         typer.echo(f"  => {'valid' if report.ok else 'INVALID'}")
     if failed:

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from judge.package import Package, PackageError, load_package
+from judge import Package, PackageError, load_package
 
 MAX_ARCHIVE_BYTES = 32 << 20
 _SKIP_DIRS = {"__pycache__", ".git", ".pytest_cache", ".ipynb_checkpoints"}

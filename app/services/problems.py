@@ -23,7 +23,7 @@ from app.context import Context
 from app.db.models import Problem, ProblemTest, ProblemVersion, Submission
 from app.services.archives import PackageRejected, extract, materialise, pack
 from app.services.errors import Conflict, NotFound
-from judge.package import SLUG_RE, Package, discover, load_package
+from judge import SLUG_RE, Package, discover, load_package
 
 log = logging.getLogger("tensorjudge.problems")
 
@@ -80,17 +80,14 @@ Validator = Callable[[Package], list[str]]  # failures; empty means valid
 
 
 def sandbox_validator(ctx: Context, progress: Callable[[Any], None] | None = None) -> Validator:
-    """Runs the reference and every packaged submission (judge.validate) in the sandbox."""
+    """Runs the reference and every packaged submission (judge.validate_package) in a fresh
+    sandbox per judgement."""
 
     def run(package: Package) -> list[str]:
-        from judge.sandbox import make_sandbox
-        from judge.validate import validate
+        from judge import open_sandbox, validate_package
 
-        st = ctx.settings
-        sandbox = make_sandbox(st.sandbox, bwrap=st.bwrap, docker_host=st.docker_host,
-                               docker_image=st.docker_image,
-                               docker_cache_volume=st.docker_cache_volume)
-        report = validate(package.path, sandbox, progress=progress)
+        sandbox = open_sandbox(ctx.settings.sandbox_config())
+        report = validate_package(package.path, sandbox, progress=progress)
         return [f"{c.what}: {c.detail}" for c in report.checks if not c.ok] or (
             [] if report.ok else ["validation ran no check"])
 

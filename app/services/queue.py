@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import and_, case, delete, func, or_, select, update
+from sqlalchemy import ColumnElement, and_, case, delete, func, or_, select, update
+from sqlalchemy.orm import Session
 
 from app.context import Context
 from app.db import rowcount
@@ -108,26 +109,28 @@ def next_due(ctx: Context) -> datetime | None:
     return min(times) if times else None
 
 
+def _held(job: Job) -> ColumnElement[bool]:
+    """The submission while `job` holds it: running, under this claim's fence."""
+    return and_(Submission.id == job.submission_id, Submission.fence == job.fence,
+                Submission.status == "running")
+
+
+def _update_held(s: Session, job: Job, **values: Any) -> bool:
+    """Change the submission if `job` still holds it; False when it no longer does."""
+    return rowcount(s.execute(update(Submission).where(_held(job)).values(**values))) == 1
+
+
 def renew(ctx: Context, job: Job) -> bool:
     """Extend the lease; False when it is no longer ours."""
     with ctx.db.transaction() as s:
-        res = s.execute(
-            update(Submission)
-            .where(Submission.id == job.submission_id, Submission.fence == job.fence,
-                   Submission.status == "running")
-            .values(lease_expires_at=utcnow() + timedelta(seconds=ctx.settings.lease_seconds)))
-        return rowcount(res) == 1
+        return _update_held(s, job, lease_expires_at=utcnow()
+                            + timedelta(seconds=ctx.settings.lease_seconds))
 
 
 def progress(ctx: Context, job: Job, tests: list[dict[str, Any]]) -> bool:
     """Publish the tests judged so far; only the current lease holder can (the fence)."""
     with ctx.db.transaction() as s:
-        res = s.execute(
-            update(Submission)
-            .where(Submission.id == job.submission_id, Submission.fence == job.fence,
-                   Submission.status == "running")
-            .values(progress=json_safe(tests)))
-        ok = rowcount(res) == 1
+        ok = _update_held(s, job, progress=json_safe(tests))
         if ok:
             notify_in(s, submissions=(job.submission_id,))
     if ok:
@@ -138,13 +141,9 @@ def progress(ctx: Context, job: Job, tests: list[dict[str, Any]]) -> bool:
 def release(ctx: Context, job: Job) -> bool:
     """Give a claimed submission back untouched (a worker shutting down mid-judgement)."""
     with ctx.db.transaction() as s:
-        res = s.execute(
-            update(Submission)
-            .where(Submission.id == job.submission_id, Submission.fence == job.fence,
-                   Submission.status == "running")
-            .values(status="queued", lease_owner=None, lease_expires_at=None, progress=None,
-                    available_at=utcnow(), attempts=Submission.attempts - 1))
-        ok = rowcount(res) == 1
+        ok = _update_held(s, job, status="queued", lease_owner=None, lease_expires_at=None,
+                          progress=None, available_at=utcnow(),
+                          attempts=Submission.attempts - 1)
         if ok:
             notify_in(s, queue=True, submissions=(job.submission_id,))
     if ok:
@@ -160,8 +159,7 @@ def complete(ctx: Context, job: Job, result: dict[str, Any], judge_ms: float) ->
     verdict = result["verdict"]
     with ctx.db.transaction() as s:
         sub = s.scalar(select(Submission)
-                       .where(Submission.id == job.submission_id, Submission.fence == job.fence,
-                              Submission.status == "running")
+                       .where(_held(job))
                        .with_for_update())
         if sub is None:
             outcome = "lost"

@@ -38,7 +38,7 @@ def version_samples(ctx: Context, version_id: int) -> list[dict[str, Any]]:
                               .where(ProblemVersion.id == version_id))
         if cached is not None:
             return cached
-        from judge.engine import prepare
+        from judge import prepare_tests as prepare
 
         package = problems.load_version(ctx, version_id)
         prepared = prepare(package, samples_only=True)

@@ -30,6 +30,52 @@
     }
   }
 
+  // --- boxes wider than their column ----------------------------------------------------
+  // A display equation wider than its column is set smaller, down to MIN_SCALE; what still
+  // does not fit scrolls inside its own box, like wide tables and code, and every such box
+  // is marked (has-overflow) so the stylesheet fades its hidden side.
+  var MIN_SCALE = 0.6;
+  var SCROLLERS = ".math-display, .table-scroll, .prose pre, pre.code-block, pre.traceback, .signature";
+
+  function fitMath(root) {
+    var nodes = (root || document).querySelectorAll(".math-display.rendered");
+    for (var i = 0; i < nodes.length; i++) {
+      var el = nodes[i];
+      el.style.fontSize = "";
+      if (el.clientWidth === 0 || el.scrollWidth <= el.clientWidth + 1) continue;
+      // Not every part of a formula scales with the font: step down until it fits.
+      var pct = Math.floor(100 * Math.max(MIN_SCALE, (el.clientWidth - 2) / el.scrollWidth));
+      el.style.fontSize = pct + "%";
+      while (el.scrollWidth > el.clientWidth + 1 && pct > MIN_SCALE * 100) {
+        pct = Math.max(MIN_SCALE * 100, pct - 3);
+        el.style.fontSize = pct + "%";
+      }
+    }
+  }
+
+  function markScroll(el) {
+    var over = el.scrollWidth > el.clientWidth + 1;
+    el.classList.toggle("has-overflow", over);
+    el.classList.toggle("scrolled", over && el.scrollLeft > 1);
+    el.classList.toggle("at-end", over && el.scrollLeft + el.clientWidth >= el.scrollWidth - 1);
+    if (over && !el.hasAttribute("tabindex")) {
+      el.setAttribute("tabindex", "0");  // reachable by keyboard, to scroll it
+      el.addEventListener("scroll", function () { markScroll(el); }, { passive: true });
+    }
+  }
+
+  function fitWide(root) {
+    fitMath(root);
+    var boxes = (root || document).querySelectorAll(SCROLLERS);
+    for (var i = 0; i < boxes.length; i++) markScroll(boxes[i]);
+  }
+
+  var resizeTimer = null;
+  window.addEventListener("resize", function () {
+    clearTimeout(resizeTimer);
+    resizeTimer = setTimeout(function () { fitWide(document); }, 150);
+  });
+
   // --- fragments -------------------------------------------------------------------------
   function fetchHTML(url) {
     return fetch(url, { credentials: "same-origin", headers: { Accept: "text/html" } })
@@ -45,6 +91,7 @@
     fetchHTML(box.getAttribute("data-samples-url")).then(function (html) {
       box.outerHTML = html;
       renderMath(document.getElementById("samples"));
+      fitWide(document.getElementById("samples"));
     }).catch(function () {
       box.innerHTML = '<p class="muted">The samples could not be loaded. <a href="' +
         box.getAttribute("data-samples-url") + '">Try again</a>.</p>';
@@ -69,6 +116,7 @@
         var first = !opts.container.querySelector(".result");
         opts.container.innerHTML = "";
         opts.container.appendChild(section);
+        fitWide(section);
         if (first && opts.reveal) opts.reveal(section);
         var status = section.getAttribute("data-status");
         var verdict = section.getAttribute("data-verdict");
@@ -118,6 +166,14 @@
     var textarea = document.getElementById("code");
     var starterNode = document.getElementById("starter-code");
     var starter = starterNode ? JSON.parse(starterNode.textContent) : "";
+    var startersNode = document.getElementById("starters");
+    var starters = startersNode ? JSON.parse(startersNode.textContent) : null;
+    var picker = document.getElementById("starter-framework");
+    var fwKey = "tj:framework:" + slug;
+    if (starters && picker) {
+      var chosen = store.get(fwKey);
+      if (chosen && starters[chosen]) { picker.value = chosen; starter = starters[chosen]; }
+    }
     var host = document.getElementById("editor");
     var panel = document.getElementById("verdict");
     var announce = document.getElementById("verdict-status");
@@ -128,6 +184,7 @@
     var saved = store.get(key);
     // A page re-rendered after a failed plain post shows that code: keep it.
     var initial = form.hasAttribute("data-keep-code") || saved === null ? textarea.value : saved;
+    if (saved === null && !form.hasAttribute("data-keep-code")) initial = starter;
 
     function save(text) {
       textarea.value = text;
@@ -165,13 +222,50 @@
       if (autoBox) autoBox.closest("label").hidden = true;
     }
 
+    function currentCode() { return editor ? editor.getValue() : textarea.value; }
+    function useStarter(text) {
+      if (editor) editor.setValue(text); else textarea.value = text;
+      save(text);
+    }
+
     var reset = document.getElementById("reset-code");
     if (reset) {
       reset.addEventListener("click", function () {
         if (!window.confirm("Replace your code with the starter code?")) return;
-        if (editor) editor.setValue(starter); else textarea.value = starter;
-        save(starter);
+        useStarter(starter);
       });
+    }
+
+    // A framework's starter replaces the code at once while it is still the previous
+    // starter (nothing of the user's is lost); otherwise only after asking.
+    if (starters && picker) {
+      picker.addEventListener("change", function () {
+        var next = starters[picker.value];
+        if (next === undefined) return;
+        var untouched = currentCode() === starter;
+        if (!untouched && !window.confirm("Replace your code with the " +
+            picker.options[picker.selectedIndex].text + " starter?")) {
+          picker.value = store.get(fwKey) || picker.options[0].value;
+          return;
+        }
+        starter = next;
+        store.set(fwKey, picker.value);
+        useStarter(next);
+      });
+    }
+
+    // The page's header (solved mark, acceptance, attempts) and recent submissions, as the
+    // server has them now.
+    function refreshLive() {
+      fetchHTML("/problems/" + encodeURIComponent(slug) + "/live").then(function (html) {
+        var tmp = document.createElement("div");
+        tmp.innerHTML = html;
+        ["problem-head", "recent"].forEach(function (id) {
+          var fresh = tmp.querySelector("#" + id);
+          var old = document.getElementById(id);
+          if (fresh && old) old.replaceWith(fresh);
+        });
+      }).catch(function () { /* the next verdict tries again */ });
     }
 
     var buttons = form.querySelectorAll('button[name="mode"]');
@@ -234,6 +328,7 @@
             showError(data.detail || ("The judge answered " + r.status + "."), r.status === 401);
             return;
           }
+          refreshLive();
           current = follow(data.id, {
             container: panel,
             announce: announce,
@@ -244,6 +339,7 @@
             },
             onDone: function (verdict) {
               busy(false);
+              refreshLive();
               if (verdict === "AC" && mode === "submit") showSolution();
             },
           });
@@ -266,6 +362,11 @@
 
   function init() {
     renderMath(document);
+    fitWide(document);
+    // Web fonts change widths once they arrive.
+    if (document.fonts && document.fonts.ready) {
+      document.fonts.ready.then(function () { fitWide(document); });
+    }
     loadSamples();
     var form = document.getElementById("code-form");
     if (form) setupProblem(form);

@@ -1,22 +1,23 @@
 """The pages: thin handlers over app.services, rendered with Jinja2 (autoescaped: user code,
-messages and output are always escaped)."""
+messages and output are always escaped). Submissions, accounts and the leaderboard here; the
+problem pages in app/web/problem_routes.py."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import quote
 
 from fastapi import APIRouter, Form, Query, Request
-from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 
 from app.context import Context
-from app.services import problems, progress, samples, sessions, submissions
+from app.services import history, problems, progress, sessions, starters, submissions
 from app.services.errors import NotFound, ServiceError
 from app.web import session as web_session
 from app.web import views
-from app.web.markdown import render_statement, strip_title
 
 TEMPLATES_DIR = Path(__file__).resolve().parents[1] / "templates"
 templates = Jinja2Templates(directory=str(TEMPLATES_DIR))
@@ -24,14 +25,15 @@ templates.env.globals.update(asset=views.asset, verdict_words=views.verdict_word
                              verdict_kind=views.verdict_kind, inline_js=views.INLINE_JS)
 templates.env.filters.update(num=views.fmt_num, ms=views.fmt_ms, when=views.fmt_time,
                              iso=views.iso, pct=views.pct, g=lambda x: f"{x:g}",
-                             pyval=views.fmt_value)
+                             pyval=views.fmt_value,
+                             framework=lambda fw: starters.FRAMEWORK_WORDS.get(fw, fw))
 
 router = APIRouter(include_in_schema=False)
 
 HTML_404 = "Not found"
 
 
-def _ctx(request: Request) -> Context:
+def ctx_of(request: Request) -> Context:
     return request.app.state.ctx
 
 
@@ -53,7 +55,7 @@ def not_found(request: Request, message: str = "There is no such page.") -> Resp
     return error_page(request, 404, HTML_404, message)
 
 
-def _wants_json(request: Request) -> bool:
+def wants_json(request: Request) -> bool:
     return "application/json" in request.headers.get("accept", "")
 
 
@@ -70,125 +72,6 @@ def _signin_redirect(request: Request) -> Response:
         request, RedirectResponse(f"/signin?next={quote(nxt)}", status_code=303))
 
 
-# --- problems ----------------------------------------------------------------------------
-
-
-@router.get("/", response_class=HTMLResponse)
-def problem_list(request: Request) -> Response:
-    ctx = _ctx(request)
-    user = web_session.state(request).user
-    rows = problems.list_problems(ctx)
-    stats = progress.problem_stats(ctx)
-    solved = progress.solved_slugs(ctx, user)
-    tried = progress.attempted_slugs(ctx, user)
-    rows.sort(key=lambda p: (views.DIFFICULTY_ORDER.get(p["difficulty"], 9), p["title"]))
-    for p in rows:
-        st = stats.get(p["slug"], {})
-        p["stats"] = st
-        p["solved"] = p["slug"] in solved
-        p["tried"] = p["slug"] in tried and not p["solved"]
-    return render(request, "problems.html", problems=rows, solved_count=len(solved))
-
-
-def _problem_context(request: Request, slug: str) -> dict[str, Any]:
-    ctx = _ctx(request)
-    user = web_session.state(request).user
-    problem = problems.get_problem(ctx, slug)
-    stats = progress.problem_stats(ctx).get(slug, {})
-    recent = (submissions.list_for(ctx, user, problem=slug, limit=8) if user else [])
-    solution = (progress.solution(ctx, user, slug)
-                if progress.may_see_solution(ctx, user, slug) else None)
-    return {
-        "problem": problem,
-        "statement_html": render_statement(strip_title(problem["statement"], problem["title"])),
-        "starter": problem["starter"] or views.default_starter(problem["entry_point"],
-                                                               problem["signature"]),
-        "samples": samples.ready_samples(ctx, slug),
-        "stats": stats,
-        "solved": progress.has_solved(ctx, user, slug),
-        "solution": solution,
-        "recent": recent,
-        "sample_names": problems.test_names(ctx, slug, samples_only=True),
-        "test_names": problems.test_names(ctx, slug),
-    }
-
-
-@router.get("/problems/{slug}", response_class=HTMLResponse)
-def problem_page(request: Request, slug: str) -> Response:
-    try:
-        context = _problem_context(request, slug)
-    except NotFound:
-        return not_found(request, f"There is no problem “{slug}”.")
-    return render(request, "problem.html", **context, code=None, error=None)
-
-
-@router.get("/problems/{slug}/samples", response_class=HTMLResponse)
-def problem_samples(request: Request, slug: str) -> Response:
-    """The samples as an HTML fragment (computed on first use: it runs the reference)."""
-    try:
-        problem = samples.problem_with_samples(_ctx(request), slug)
-    except NotFound:
-        return not_found(request)
-    return render(request, "_samples.html", samples=problem["samples"], problem=problem)
-
-
-@router.get("/problems/{slug}/solution", response_class=HTMLResponse)
-def problem_solution(request: Request, slug: str) -> Response:
-    """The reference solution as an HTML fragment, once the user has solved the problem."""
-    user = web_session.state(request).user
-    try:
-        code = progress.solution(_ctx(request), user, slug)
-    except NotFound:
-        return not_found(request)
-    except ServiceError as e:
-        return error_page(request, e.status, "Not yet", e.message)
-    return render(request, "_solution.html", solution=code)
-
-
-@router.post("/problems/{slug}/submit")
-def submit(
-    request: Request, slug: str,
-    code: Annotated[str, Form()] = "",
-    mode: Annotated[str, Form()] = "submit",
-    csrf: Annotated[str, Form()] = "",
-) -> Response:
-    """Run (samples) or Submit (all tests). The page's script posts this with fetch and gets
-    JSON; without JavaScript the browser posts the form and is sent to the submission."""
-    ctx = _ctx(request)
-    st = web_session.state(request)
-    try:
-        web_session.check_form(request, csrf)
-        if st.user is None:
-            raise _SignInFirst()
-        out = submissions.create(ctx, st.user, slug, code, mode)
-    except _SignInFirst:
-        if _wants_json(request):
-            return JSONResponse({"detail": "sign in to run or submit code"}, 401)
-        return web_session.apply_cookie(request, RedirectResponse(
-            f"/signin?next={quote(f'/problems/{slug}')}", status_code=303))
-    except ServiceError as e:
-        if _wants_json(request):
-            headers = {"Retry-After": str(int(e.retry_after))} if e.retry_after else {}
-            return JSONResponse({"detail": e.message}, e.status, headers=headers)
-        if isinstance(e, NotFound):
-            return not_found(request, e.message)
-        try:
-            context = _problem_context(request, slug)
-        except NotFound:
-            return not_found(request)
-        return render(request, "problem.html", e.status, **context, code=code, error=e.message)
-    url = f"/submissions/{out['id']}"
-    if _wants_json(request):
-        return web_session.apply_cookie(request, JSONResponse(
-            {"id": out["id"], "status": out["status"], "mode": mode, "url": url,
-             "events": f"/api/v1/submissions/{out['id']}/events"}, status_code=202))
-    return web_session.apply_cookie(request, RedirectResponse(url, status_code=303))
-
-
-class _SignInFirst(Exception):
-    pass
-
-
 # --- submissions -------------------------------------------------------------------------
 
 
@@ -197,7 +80,7 @@ def _submission(request: Request, sid: int) -> dict[str, Any] | None:
     if st.user is None:
         return None
     try:
-        return submissions.get(_ctx(request), st.user, sid)
+        return submissions.get(ctx_of(request), st.user, sid)
     except NotFound:
         return None
 
@@ -205,7 +88,7 @@ def _submission(request: Request, sid: int) -> dict[str, Any] | None:
 def _result(request: Request, view: dict[str, Any], wanted: str | None) -> dict[str, Any]:
     pending: list[str] = []
     if view["status"] != "done":
-        pending = problems.test_names(_ctx(request), view["problem"], view.get("version"),
+        pending = problems.test_names(ctx_of(request), view["problem"], view.get("version"),
                                       samples_only=view["mode"] == "run")
     return views.result_context(view, pending, wanted)
 
@@ -214,15 +97,23 @@ def _result(request: Request, view: dict[str, Any], wanted: str | None) -> dict[
 def my_submissions(
     request: Request,
     problem: Annotated[str | None, Query()] = None,
+    verdict: Annotated[str | None, Query()] = None,
     before: Annotated[int | None, Query()] = None,
 ) -> Response:
+    """The user's history: framework, slowest test, score and verdict of each submission,
+    filtered by problem and verdict."""
     st = web_session.state(request)
     if st.user is None:
         return _signin_redirect(request)
+    ctx = ctx_of(request)
     limit = 50
-    items = submissions.list_for(_ctx(request), st.user, problem=problem or None,
+    verdict = verdict if verdict == history.PENDING or (verdict and views.is_verdict(verdict)) \
+        else None
+    items = history.list_history(ctx, st.user, problem=problem or None, verdict=verdict,
                                  limit=limit, before=before)
-    return render(request, "submissions.html", items=items, problem=problem,
+    titles = {p["slug"]: p["title"] for p in problems.list_problems(ctx)}
+    return render(request, "submissions.html", rows=items, problem=problem or None,
+                  verdict=verdict, titles=titles, verdicts=views.VERDICT_FILTERS,
                   next_before=items[-1]["id"] if len(items) == limit else None)
 
 
@@ -235,7 +126,7 @@ def submission_page(request: Request, sid: int,
     if view is None:
         return not_found(request, f"There is no submission #{sid} of yours.")
     try:
-        title = problems.get_problem(_ctx(request), view["problem"])["title"]
+        title = problems.get_problem(ctx_of(request), view["problem"])["title"]
     except NotFound:
         title = view["problem"]
     return render(request, "submission.html", sub=view, r=_result(request, view, test),
@@ -255,57 +146,43 @@ def submission_result(request: Request, sid: int,
 # --- accounts ----------------------------------------------------------------------------
 
 
-@router.get("/signin", response_class=HTMLResponse)
-def signin_page(request: Request, next: Annotated[str | None, Query()] = None) -> Response:  # noqa: A002
-    return render(request, "signin.html", next=_safe_next(next), error=None, username="")
+def _account_routes(kind: str, action: Callable[..., Any]) -> None:
+    """GET and POST of /signin or /signup: the form, and on success a fresh session and a
+    redirect, else the form again with the reason."""
+
+    def page(request: Request,
+             next: Annotated[str | None, Query()] = None) -> Response:  # noqa: A002
+        return render(request, "account.html", kind=kind, next=_safe_next(next), error=None,
+                      username="")
+
+    def post(
+        request: Request,
+        username: Annotated[str, Form()] = "",
+        password: Annotated[str, Form()] = "",
+        csrf: Annotated[str, Form()] = "",
+        next: Annotated[str, Form()] = "/",  # noqa: A002
+    ) -> Response:
+        try:
+            web_session.check_form(request, csrf)
+            user, session = action(ctx_of(request), username.strip(), password)
+        except ServiceError as e:
+            return render(request, "account.html", e.status, kind=kind, next=_safe_next(next),
+                          error=e.message, username=username)
+        web_session.replace(request, session, user)
+        return web_session.apply_cookie(request, RedirectResponse(_safe_next(next), 303))
+
+    router.add_api_route(f"/{kind}", page, methods=["GET"], response_class=HTMLResponse,
+                         name=f"{kind}_page")
+    router.add_api_route(f"/{kind}", post, methods=["POST"], name=kind)
 
 
-@router.post("/signin")
-def signin(
-    request: Request,
-    username: Annotated[str, Form()] = "",
-    password: Annotated[str, Form()] = "",
-    csrf: Annotated[str, Form()] = "",
-    next: Annotated[str, Form()] = "/",  # noqa: A002
-) -> Response:
-    return _account_form(request, "signin.html", sessions.sign_in, username, password, csrf,
-                         next)
-
-
-@router.get("/signup", response_class=HTMLResponse)
-def signup_page(request: Request, next: Annotated[str | None, Query()] = None) -> Response:  # noqa: A002
-    return render(request, "signup.html", next=_safe_next(next), error=None, username="")
-
-
-@router.post("/signup")
-def signup(
-    request: Request,
-    username: Annotated[str, Form()] = "",
-    password: Annotated[str, Form()] = "",
-    csrf: Annotated[str, Form()] = "",
-    next: Annotated[str, Form()] = "/",  # noqa: A002
-) -> Response:
-    return _account_form(request, "signup.html", sessions.sign_up, username, password, csrf,
-                         next)
-
-
-def _account_form(request: Request, template: str, action: Any, username: str, password: str,
-                  csrf: str, next_url: str) -> Response:
-    """Sign in or sign up from a form: on success a fresh session and a redirect, else the
-    form again with the reason."""
-    try:
-        web_session.check_form(request, csrf)
-        user, session = action(_ctx(request), username.strip(), password)
-    except ServiceError as e:
-        return render(request, template, e.status, next=_safe_next(next_url), error=e.message,
-                      username=username)
-    web_session.replace(request, session, user)
-    return web_session.apply_cookie(request, RedirectResponse(_safe_next(next_url), 303))
+_account_routes("signin", sessions.sign_in)
+_account_routes("signup", sessions.sign_up)
 
 
 @router.post("/signout")
 def signout(request: Request, csrf: Annotated[str, Form()] = "") -> Response:
-    ctx = _ctx(request)
+    ctx = ctx_of(request)
     try:
         web_session.check_form(request, csrf)
     except ServiceError as e:
@@ -320,6 +197,6 @@ def signout(request: Request, csrf: Annotated[str, Form()] = "") -> Response:
 
 @router.get("/leaderboard", response_class=HTMLResponse)
 def leaderboard(request: Request) -> Response:
-    rows = progress.leaderboard(_ctx(request))
+    rows = progress.leaderboard(ctx_of(request))
     return render(request, "leaderboard.html", rows=rows,
-                  total=len(problems.list_problems(_ctx(request))))
+                  total=len(problems.list_problems(ctx_of(request))))

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from app.web import heatmap
-from judge.verdicts import VERDICT_WORDS, Verdict
+from judge import VERDICT_WORDS, Verdict
 
 STATIC_DIR = Path(__file__).resolve().parents[1] / "static"
 
@@ -39,6 +39,8 @@ KIND: dict[str, str] = {
     "RE": "crash", "CE": "compile", "IE": "internal",
 }
 STATUS_WORDS = {"queued": "Queued", "running": "Running", "done": "Done"}
+# The history's verdict filter: every verdict, then those not judged yet.
+VERDICT_FILTERS = [*WORDS.items(), ("pending", "Not judged yet")]
 DIFFICULTY_ORDER = {"easy": 0, "medium": 1, "hard": 2}
 
 
@@ -147,7 +149,8 @@ def default_starter(entry_point: str, signature: str) -> str:
                 current += ch
     params = [n.split(":")[0].split("=")[0].strip() for n in names]
     params = [p for p in params if p.isidentifier()]
-    return f"def {entry_point}({', '.join(params)}):\n    # your code here\n    pass\n"
+    return (f"def {entry_point}({', '.join(params)}):\n"
+            f"    raise NotImplementedError(\"{entry_point}: write it, then Run\")\n")
 
 
 # --- the result of a submission ----------------------------------------------------------

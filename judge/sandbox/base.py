@@ -12,20 +12,13 @@ from __future__ import annotations
 import os
 import select
 import time
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from judge.sandbox.io_loop import RawRun, RunPlan
+from judge.sandbox.job import Job, Kind
 from judge.wire import FrameReader
 
-# In a sandbox's preload: the submission calls jax.numpy eagerly (no jax.jit), so a problem's
-# warm-up compiles the eager operations too (a jitted submission would not use them).
-# Importing it is a no-op after `jax`; fork servers ignore it.
-EAGER_JAX = "jax.numpy"
-# What a sandbox runs, as one source: the runner's Flax shortcuts, its JAX and Flax part, then
-# the runner.
-RUNNER_SOURCE = "\n\n".join(Path(__file__).with_name(name).read_text(encoding="utf-8")
-                            for name in ("runner_flax.py", "runner_jax.py", "runner.py"))
 XLA_CACHE_IN_SANDBOX = "/opt/tensorjudge/xla-cache"
 
 
@@ -49,26 +42,37 @@ class Started(Protocol):
     def foreground(self) -> None: ...  # back to normal CPU priority (spares prepare niced)
 
 
+# How a backend gets another sandbox of a kind while it runs a job (a pool's prepared one, or
+# a fresh one): where a job must run again in another kind of sandbox.
+Acquire = Callable[[Kind, int], Started]
+
+
 class Backend(Protocol):
-    """A way to start sandboxes: the engine, the pool and the compile-cache filler use only
-    this. `sp` is what the backend's own spawn() returned (each backend has its own kind)."""
+    """A way to start sandboxes: the pool, and through it the engine, use only this. `sp` is
+    what the backend's own spawn() returned (each backend has its own)."""
 
-    kind: str
+    name: str  # bwrap | docker: what judged a submission, in its result
 
-    def spawn(self, prepare: dict, memory_bytes: int, *, background: bool = False) -> Started: ...
-    def wait_warm(self, sp: Any, timeout_s: float) -> bool: ...
-    def execute(self, sp: Any, header: dict, tests_args: list[dict],
-                plan: RunPlan) -> RawRun: ...
-    def run(self, header: dict, tests_args: list[dict], plan: RunPlan) -> RawRun: ...
+    def route(self, job: Job) -> Kind:
+        """The kind of sandbox this job is started in: the job's own, or a variant of it
+        the backend prefers for such jobs."""
+        ...
+
+    def spawn(self, kind: Kind, memory_bytes: int, *, background: bool = False) -> Started: ...
+
+    def wait_warm(self, sp: Any, timeout_s: float) -> bool:
+        """Until `sp` has prepared; False if it died or took longer (then it is useless)."""
+        ...
+
+    def execute(self, sp: Any, job: Job, tests_args: list[dict], plan: RunPlan,
+                acquire: Acquire) -> RawRun:
+        """Run the job in the started sandbox `sp` and destroy it; `acquire` gives another
+        sandbox where the backend must run the job again."""
+        ...
+
+    def fill_compile_cache(self, kind: Kind, memory_bytes: int) -> bool: ...
     def shared_memory_bytes(self) -> int: ...
-    def fill_compile_cache(self, header: dict, memory_bytes: int) -> bool: ...
     def close(self) -> None: ...
-
-
-def self_prepared(header: dict) -> dict:
-    """The same kind of sandbox, one that prepares itself rather than being forked warm:
-    where a job a warm-forked sandbox handed back runs again (its own kind in a pool)."""
-    return {**header, "cold": True}
 
 
 def sandbox_env() -> dict[str, str]:
@@ -97,23 +101,25 @@ def host_env() -> dict[str, str]:
     return {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"}
 
 
-def prepare_message(prepare: dict, site_dirs: list[str], jax_cache_dir: str | None,
-                    channel_fd: int) -> dict:
-    """The first message a sandbox reads: where its libraries are, what to import and warm."""
+def prepare_message(kind: Kind, site_dirs: list[str], jax_cache_dir: str | None,
+                    channel_fd: int, *, library_patches: bool = True) -> dict:
+    """The first message a sandbox reads: where its libraries are, what to import and warm,
+    and whether its patches of JAX's and Flax's internals are allowed (judge/inside/
+    library_patches.py: off, the libraries run as they ship, more slowly)."""
     return {
         "site_dirs": site_dirs,
         "jax_cache_dir": jax_cache_dir,
-        "preload": list(prepare.get("preload", [])),
-        "warmup": prepare.get("warmup"),
+        **kind.prepare_message(),
         "channel_fd": channel_fd,
+        "library_patches": library_patches,
     }
 
 
-def job_message(header: dict, plan: RunPlan, *, seccomp: bool, rlimits: dict) -> dict:
+def job_message(job: Job, plan: RunPlan, *, seccomp: bool, rlimits: dict) -> dict:
     """The one job a prepared sandbox runs (the tests' arrays follow it on the wire)."""
     return {
-        "code": header["code"],
-        "entry": header["entry"],
+        "code": job.code,
+        "entry": job.entry,
         "expected_sizes": plan.expected_sizes,
         "seccomp": seccomp,
         "rlimits": rlimits,

@@ -101,11 +101,8 @@ class RawRun:
     finished: bool = False  # the runner reported a final frame; teardown may come later
     warm: dict | None = None  # the preparation report, when it arrived during this run
     spawn_warm_ms: float | None = None  # spawn to warm, for a pooled sandbox
-    # The sandbox, forked warm, could not run this job (see BwrapSandbox.execute): nothing of
-    # this run counts, and the job runs again in a sandbox that prepares itself.
-    handed_back: bool = False
-    # This run is the rerun of one that was handed back after timing out: a time-out here
-    # has been met twice.
+    # This run is a backend's rerun of one that timed out (the bubblewrap backend's warm
+    # fork hands such runs back): a time-out here has been met twice.
     rerun_after_timeout: bool = False
 
     def first(self, ev: str) -> Frame | None:

@@ -5,7 +5,9 @@ the problem's judge-owned warm-up; then it waits for exactly one job and is dest
 The pool only hides start-up latency: isolation is the same as a fresh sandbox's, because it
 is a fresh sandbox.
 
-Sandboxes are keyed by what was prepared in them (libraries + warm-up). The pool keeps
+Sandboxes are keyed by their kind (what was prepared in them: libraries + warm-up). The
+pool works over any backend (judge/sandbox/base.py `Backend`); with `per_key` 0 it keeps no
+spares and every job starts a sandbox of its own. It keeps
 `per_key` ready for keys in demand (most recent demand first), at most `max_idle` sandboxes
 and `max_idle_bytes` of memory in all, and spawns at most `spawners` at a time, at low CPU
 priority, so preparation does not starve judging.
@@ -13,31 +15,24 @@ priority, so preparation does not starve judging.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import threading
 import time
 from collections import OrderedDict, deque
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from typing import Any
 
-from judge.sandbox.base import Backend, Started, self_prepared
+from judge.sandbox.base import Backend, Started
 from judge.sandbox.io_loop import RawRun, RunPlan
+from judge.sandbox.job import Job, Kind
 
 log = logging.getLogger("tensorjudge.pool")
 
 
-def pool_key(header: dict) -> str:
-    warm = header.get("warmup") or {}
-    basis = {"preload": sorted(header.get("preload", [])), "warmup": warm.get("key"),
-             "cold": bool(header.get("cold"))}
-    return hashlib.sha256(json.dumps(basis, sort_keys=True).encode()).hexdigest()[:16]
-
-
 @dataclass
 class _Slot:
-    prepare: dict
+    kind: Kind
     memory_bytes: int
     ready: deque[Started] = field(default_factory=deque)
     spawning: int = 0
@@ -58,13 +53,30 @@ class PoolStats:
     spawned: int = 0
     discarded: int = 0
     split: int = 0  # jobs judged in two sandboxes at once
-    routed_cold: int = 0  # jobs of a kind that keeps handing back, sent where they compile
+
+
+@dataclass(frozen=True)
+class PoolFigures:
+    """What a pool says of itself (the service's health)."""
+
+    idle: int  # prepared sandboxes waiting for a job
+    spawning: int
+    idle_memory_mb: int
+    hits: int
+    waits: int
+    cold: int
+    spawned: int
+    discarded: int
+    split: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
 
 
 class SandboxPool:
     def __init__(
         self,
-        sandbox: Backend,
+        backend: Backend,
         *,
         per_key: int = 2,
         max_idle: int = 6,
@@ -73,10 +85,8 @@ class SandboxPool:
         prepare_timeout_s: float = 120.0,
         idle_keys_after_s: float = 600.0,
         split_idle: bool = True,
-        handback_window: int = 3,
-        retry_warm_every: int = 8,
     ):
-        self.sandbox = sandbox
+        self.backend = backend
         self.per_key = per_key
         self.max_idle = max_idle
         self.max_idle_bytes = max_idle_bytes
@@ -91,79 +101,32 @@ class SandboxPool:
         self._spawners = ThreadPoolExecutor(max_workers=spawners,
                                             thread_name_prefix="tj-pool-spawn")
         self._closed = False
-        # Per warm-forked kind: whether its latest jobs were handed back (they compiled).
-        self._handbacks: dict[str, deque[bool]] = {}
-        self.handback_window = handback_window
-        self._routed_cold: dict[str, int] = {}
-        self.retry_warm_every = retry_warm_every
 
-    def _key(self, header: dict) -> str:
-        # Where `cold` changes nothing (no warmed fork servers), it is not a kind of its own.
-        if header.get("cold") and not getattr(self.sandbox, "forks_warm", False):
-            header = {**header, "cold": False}
-        return pool_key(header)
+    @classmethod
+    def around(cls, sandbox: SandboxPool | Backend) -> SandboxPool:
+        """`sandbox` itself, or a pool of no spares around a bare backend (each job then
+        starts a sandbox of its own)."""
+        return sandbox if isinstance(sandbox, SandboxPool) else cls(sandbox, per_key=0)
 
     @property
-    def kind(self) -> str:
-        return self.sandbox.kind
+    def name(self) -> str:
+        """The backend's name (bwrap | docker)."""
+        return self.backend.name
 
-    def _route(self, header: dict) -> tuple[dict, bool]:
-        """The header a job of this kind is judged with, and whether that is a turn of a kind
-        routed away from its warm fork (to be counted with `_take_turn` once the job has its
-        sandboxes). A warm-forked kind whose latest jobs were all handed back (each compiled
-        something its warm-up never ran: eager JAX written its own way, say) only wastes a
-        run before each hand-back, so its jobs go straight to sandboxes that prepare
-        themselves; every `retry_warm_every`-th still tries the warm fork, so a kind whose
-        jobs stop compiling gets it back."""
-        if header.get("cold") or not getattr(self.sandbox, "forks_warm", False):
-            return header, False
-        key = self._key(header)
-        with self._lock:
-            recent = self._handbacks.get(key)
-            if recent is None or len(recent) < self.handback_window or not all(recent):
-                return header, False
-            cold = (self._routed_cold.get(key, 0) + 1) % self.retry_warm_every != 0
-        return (self_prepared(header) if cold else header), True
+    def route(self, job: Job) -> Job:
+        """The job as the backend starts it (its kind, or a variant the backend prefers)."""
+        return job.of_kind(self.backend.route(job))
 
-    def _take_turn(self, header: dict, routed: dict) -> None:
-        """Called with the lock held."""
-        key = self._key(header)
-        self._routed_cold[key] = self._routed_cold.get(key, 0) + 1
-        if routed is not header:
-            self.stats.routed_cold += 1
+    def run(self, job: Job, tests_args: list[dict], plan: RunPlan) -> RawRun:
+        """Run a job that `route` gave in a sandbox of its kind."""
+        return self.execute(self.acquire(job.kind, plan.memory_bytes), job, tests_args, plan)
 
-    def _note_outcome(self, header: dict, handed_back: bool) -> None:
-        key = self._key(header)
-        with self._lock:
-            recent = self._handbacks.setdefault(key, deque(maxlen=self.handback_window))
-            recent.append(handed_back)
-
-    # The Sandbox protocol of the engine.
-    def run(self, header: dict, tests_args: list[dict], plan: RunPlan) -> RawRun:
-        routed, turn = self._route(header)
-        if turn:
-            with self._lock:
-                self._take_turn(header, routed)
-        sp = self.acquire(routed, plan.memory_bytes)
-        return self.execute(sp, routed, tests_args, plan)
-
-    def execute(self, sp: Started, header: dict, tests_args: list[dict],
+    def execute(self, sp: Started, job: Job, tests_args: list[dict],
                 plan: RunPlan) -> RawRun:
         with self._lock:
             self._active += 1
         try:
-            raw = self.sandbox.execute(sp, header, tests_args, plan)
-            if getattr(sp, "warmed", False):
-                self._note_outcome(header, raw.handed_back)
-            if raw.handed_back:
-                # Once a kind has handed a job back, the pool keeps spares that prepare
-                # themselves for it too (a slot of their own, with its own demand).
-                cold = self_prepared(header)
-                timed_out = raw.timed_out
-                raw = self.sandbox.execute(self.acquire(cold, plan.memory_bytes), cold,
-                                           tests_args, plan)
-                raw.rerun_after_timeout = timed_out
-            return raw
+            return self.backend.execute(sp, job, tests_args, plan, self.acquire)
         finally:
             with self._lock:
                 self._active -= 1
@@ -172,14 +135,16 @@ class SandboxPool:
                     self._spawn_soon()
                 self._lock.notify_all()
 
-    def acquire_idle(self, header: dict, memory_bytes: int, count: int) -> list[Started] | None:
+    def fill_compile_cache(self, kind: Kind, memory_bytes: int) -> bool:
+        return self.backend.fill_compile_cache(kind, memory_bytes)
+
+    def acquire_idle(self, kind: Kind, count: int) -> list[Started] | None:
         """`count` prepared sandboxes for one submission's parts (judge/parallel.py), only
         when they are ready now and no other job of this pool is running: a spare core is
         then idle. Under load this says None and each job keeps to one sandbox."""
         if not self.split_idle or count < 2:
             return None
-        routed, turn = self._route(header)
-        key = self._key(routed)
+        key = kind.key
         with self._lock:
             slot = self._slots.get(key)
             if self._active or slot is None or self._closed:
@@ -190,8 +155,6 @@ class SandboxPool:
             taken = alive[:count]
             for sp in taken:
                 slot.ready.remove(sp)
-            if turn:
-                self._take_turn(header, routed)
             slot.last_demand = time.monotonic()
             slot.demand += 1
             self.stats.hits += 1
@@ -202,19 +165,23 @@ class SandboxPool:
             self._refill_when_idle = True
         return taken
 
-    def prewarm(self, header: dict, memory_bytes: int) -> None:
-        """Declare a key worth keeping ready from the start."""
-        key = self._key(header)
+    def prewarm(self, kind: Kind, memory_bytes: int) -> None:
+        """Declare a kind worth keeping ready from the start."""
         with self._lock:
-            slot = self._slot(key, header, memory_bytes)
+            slot = self._slot(kind, memory_bytes)
             slot.last_demand = time.monotonic()
         self._refill()
 
-    def acquire(self, header: dict, memory_bytes: int) -> Started:
-        key = self._key(header)
+    def acquire(self, kind: Kind, memory_bytes: int) -> Started:
+        """A sandbox of this kind: a prepared one, one being prepared (hurried), or, when none
+        comes in time or the pool keeps no spares, a fresh one that prepares as it runs."""
+        if self.per_key <= 0:
+            self.stats.cold += 1
+            return self.backend.spawn(kind, memory_bytes)
+        key = kind.key
         deadline = time.monotonic() + self.prepare_timeout_s
         with self._lock:
-            slot = self._slot(key, header, memory_bytes)
+            slot = self._slot(kind, memory_bytes)
             slot.last_demand = time.monotonic()
             slot.demand += 1
             waited = False
@@ -242,7 +209,7 @@ class SandboxPool:
                     slot.waiting -= 1
         # Nothing came in time: a sandbox of our own (it prepares as it runs).
         self.stats.cold += 1
-        return self.sandbox.spawn(header, memory_bytes)
+        return self.backend.spawn(kind, memory_bytes)
 
     @staticmethod
     def _hurry(sandboxes: list[Started]) -> None:
@@ -258,12 +225,11 @@ class SandboxPool:
         else:
             self.stats.hits += 1
 
-    def _slot(self, key: str, header: dict, memory_bytes: int) -> _Slot:
+    def _slot(self, kind: Kind, memory_bytes: int) -> _Slot:
+        key = kind.key
         slot = self._slots.get(key)
         if slot is None:
-            prepare = {"preload": header.get("preload", []), "warmup": header.get("warmup"),
-                       "cold": bool(header.get("cold"))}
-            slot = self._slots[key] = _Slot(prepare, memory_bytes)
+            slot = self._slots[key] = _Slot(kind, memory_bytes)
         slot.memory_bytes = max(slot.memory_bytes, memory_bytes)
         self._slots.move_to_end(key)
         return slot
@@ -324,12 +290,12 @@ class SandboxPool:
     def _spawn_one(self, key: str, slot: _Slot) -> None:
         sp: Started | None = None
         try:
-            sp = self.sandbox.spawn(slot.prepare, slot.memory_bytes, background=True)
+            sp = self.backend.spawn(slot.kind, slot.memory_bytes, background=True)
             with self._lock:
                 slot.starting.append(sp)
                 if slot.waiting:
                     self._hurry([sp])
-            ok = self.sandbox.wait_warm(sp, self.prepare_timeout_s)
+            ok = self.backend.wait_warm(sp, self.prepare_timeout_s)
         except Exception:  # noqa: BLE001 - a failed spawn must not kill the spawner
             log.exception("spawning a sandbox failed")
             ok = False
@@ -360,10 +326,17 @@ class SandboxPool:
     def idle_memory_bytes(self) -> int:
         """Memory charged to the idle sandboxes (0 for those whose backend cannot say), plus
         what they share (the fork servers' own memory), counted once."""
-        total = self.sandbox.shared_memory_bytes()
+        total = self.backend.shared_memory_bytes()
         for sp in self.idle():
             total += sp.memory_bytes() or 0
         return total
+
+    def figures(self) -> PoolFigures:
+        st = self.stats
+        return PoolFigures(idle=len(self.idle()), spawning=self.spawning(),
+                           idle_memory_mb=round(self.idle_memory_bytes() / 2**20),
+                           hits=st.hits, waits=st.waits, cold=st.cold, spawned=st.spawned,
+                           discarded=st.discarded, split=st.split)
 
     def wait_ready(self, count: int, timeout_s: float) -> bool:
         deadline = time.monotonic() + timeout_s
@@ -393,4 +366,4 @@ class SandboxPool:
                 self._lock.wait(timeout=0.5)
         self._spawners.shutdown(wait=True, cancel_futures=True)
         # Spawns that were in flight when we closed are destroyed by _spawn_one.
-        self.sandbox.close()
+        self.backend.close()

@@ -1,9 +1,11 @@
 """The judge-filled JAX compilation cache, shared read-only by every sandbox.
 
-The judge fills it by running only its own warm-ups in a sandbox whose cache bind is writable
-(no user code ever runs there), so the cache keys match those of the real sandboxes exactly.
+The judge fills it by running only its own warm-ups in a sandbox whose cache is writable (no
+user code ever runs there), so the cache keys match those of the real sandboxes exactly.
 Later sandboxes load those executables instead of compiling them: a prepared sandbox is ready
-in a fraction of the time, and so is a fresh one's first call.
+in a fraction of the time, and so is a fresh one's first call. Where the cache lives is the
+backend's (a host folder for bubblewrap, an engine volume for containers); filling it is the
+same for both (`fill`).
 """
 
 from __future__ import annotations
@@ -11,15 +13,76 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Protocol
 
-from judge.sandbox.pool import pool_key
+from judge.sandbox.base import Started, wait_warm
+from judge.sandbox.job import Kind
 
 log = logging.getLogger("tensorjudge.xla_cache")
 
-FILL_UID_OFFSET = -1  # uid_base + this: the one uid allowed to write the cache
+
+class FillRecord(Protocol):
+    """Which kinds' warm-ups a backend's cache holds."""
+
+    def holds(self, kind: Kind) -> bool: ...
+    def add(self, kind: Kind) -> None: ...
+
+
+class MarkerFiles:
+    """A marker file per filled kind, in the cache folder itself: it lasts as long as the
+    cache does, across judge processes."""
+
+    def __init__(self, cache: Path):
+        self.cache = cache
+
+    def _marker(self, kind: Kind) -> Path:
+        return self.cache / f".filled-{kind.key}"
+
+    def holds(self, kind: Kind) -> bool:
+        return self._marker(kind).exists()
+
+    def add(self, kind: Kind) -> None:
+        self._marker(kind).touch()
+
+
+class FilledThisProcess:
+    """Kinds filled by this judge process (a cache whose files the judge cannot see)."""
+
+    def __init__(self) -> None:
+        self._keys: set[str] = set()
+
+    def holds(self, kind: Kind) -> bool:
+        return kind.key in self._keys
+
+    def add(self, kind: Kind) -> None:
+        self._keys.add(kind.key)
+
+
+def needs_fill(kind: Kind) -> bool:
+    return kind.uses_jax and kind.warmup is not None
+
+
+def fill(kind: Kind, memory_bytes: int, record: FillRecord,
+         spawn_filler: Callable[[Kind, int], Started], timeout_s: float = 300) -> bool:
+    """Run `kind`'s warm-up in a sandbox that `spawn_filler` starts with the cache writable,
+    unless the cache holds it already; True when it does."""
+    if not needs_fill(kind) or record.holds(kind):
+        return True
+    sp = spawn_filler(kind, memory_bytes)
+    try:
+        ok = wait_warm(sp, timeout_s)
+        warm: dict = next((f.header for f in sp.reader.frames if f.ev == "warm"), {})
+        if warm.get("warmup_error"):
+            log.warning("warm-up failed while filling the cache:\n%s", warm["warmup_error"])
+            ok = False
+    finally:
+        sp.destroy()
+    if ok:
+        record.add(kind)
+    return ok
 
 
 def default_root() -> Path:
@@ -36,50 +99,6 @@ def cache_dir_for(root: Path) -> Path:
     """One cache per JAX version: executables are not portable across versions."""
     version = metadata.version("jaxlib")
     return root / "xla" / f"jaxlib-{version}"
-
-
-def _marker(cache: Path, header: dict) -> Path:
-    return cache / f".filled-{pool_key(header)}"
-
-
-def is_filled(sandbox: Any, header: dict) -> bool:
-    cache = sandbox.xla_cache_dir
-    return cache is None or _marker(cache, header).exists() or not uses_jax(header)
-
-
-def uses_jax(header: dict) -> bool:
-    return "jax" in header.get("preload", []) and bool(header.get("warmup"))
-
-
-def fill(sandbox: Any, header: dict, memory_bytes: int, timeout_s: float = 300) -> bool:
-    """Run the warm-up of `header` in a bubblewrap sandbox (judge/sandbox/bwrap.py) with the
-    cache writable; True when the cache holds it."""
-    cache = sandbox.xla_cache_dir
-    if cache is None or not uses_jax(header):
-        return True
-    marker = _marker(cache, header)
-    if marker.exists():
-        return True
-    fill_uid = sandbox.config.uid_base + FILL_UID_OFFSET
-    if os.geteuid() == 0:
-        for d, _dirs, files in os.walk(cache):
-            os.chown(d, fill_uid, fill_uid)
-            for f in files:
-                os.chown(Path(d) / f, fill_uid, fill_uid)
-    prepare = {"preload": header.get("preload", []), "warmup": header.get("warmup")}
-    # Niced: no job waits for a fill (one that finds the cache empty compiles for itself).
-    sp = sandbox.spawn(prepare, memory_bytes, background=True, cache_writable=True, uid=fill_uid)
-    try:
-        ok = sandbox.wait_warm(sp, timeout_s)
-        warm: dict = next((f.header for f in sp.reader.frames if f.ev == "warm"), {})
-        if warm.get("warmup_error"):
-            log.warning("warm-up failed while filling the cache:\n%s", warm["warmup_error"])
-            ok = False
-    finally:
-        sp.destroy()
-    if ok:
-        marker.touch()
-    return ok
 
 
 def ensure_dir(root: Path) -> Path:

@@ -14,4 +14,4 @@ def decoder_block_forward(seed, x_q, x_kv, num_heads, d_ff):
     returns: the (T_q, D) output, flattened to (T_q*D,)
     """
     # TODO: define an nn.Module with @nn.compact, init it on (x_q, x_kv), apply it.
-    raise NotImplementedError
+    raise NotImplementedError("decoder_block_forward: define the module, init and apply it")

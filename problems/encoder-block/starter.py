@@ -13,4 +13,4 @@ def encoder_block_forward(seed, x, num_heads, d_ff):
     returns: the (T, D) output, flattened to (T*D,)
     """
     # TODO: define an nn.Module with @nn.compact, init it on x, apply it to x.
-    raise NotImplementedError
+    raise NotImplementedError("encoder_block_forward: define the module, init and apply it")

@@ -25,8 +25,8 @@ from typing import Any
 
 import httpx
 
-from judge.sandbox.bwrap import BwrapConfig
-from judge.sandbox.cgroups import PARENT
+from judge.sandbox.bwrap.cgroups import PARENT
+from judge.sandbox.bwrap.sandbox import BwrapConfig
 from tests.app.test_processes import free_port, tensorjudge, wait_for
 from tests.conftest import FIXTURES, REPO
 

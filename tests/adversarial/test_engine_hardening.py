@@ -8,9 +8,9 @@ import struct
 import numpy as np
 import pytest
 
-from judge.compare import Tolerance
 from judge.interpret import interpret
 from judge.package import TestSpec as Spec
+from judge.package import Tolerance
 from judge.prepared import PreparedTests
 from judge.sandbox.io_loop import RawRun, RunPlan
 from judge.verdicts import Verdict, clean_text
@@ -60,7 +60,7 @@ def test_a_forged_done_with_tests_missing_is_re_not_ie():
     raw = RawRun(frames=[Frame({"ev": "ready"}), Frame({"ev": "module_start"}),
                          Frame({"ev": "begin", "test": 0}), Frame({"ev": "done"})],
                  finished=True)
-    res = interpret(raw, _prepared(), Tolerance(1e-6, 1e-6), _plan())
+    res = interpret(raw, _prepared(), Tolerance(atol=1e-6, rtol=1e-6), _plan())
     assert res.verdict is Verdict.RE
     assert "channel was misused" in (res.tests[0].message or "")
 

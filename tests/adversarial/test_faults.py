@@ -18,7 +18,7 @@ from app.services import submissions, users
 from judge.engine import judge
 from judge.package import load_package
 from judge.sandbox import BwrapSandbox, SandboxPool
-from judge.sandbox.cgroups import PARENT
+from judge.sandbox.bwrap.cgroups import PARENT
 from judge.verdicts import Verdict
 from tests.adversarial.harness import sandbox_processes
 from tests.app.test_processes import tensorjudge, wait_for, worker_of

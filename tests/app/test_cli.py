@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import json
+from dataclasses import fields
 
 import pytest
 from typer.testing import CliRunner
 
 from app.cli import cli
 from app.services import queue, submissions, users
-from app.settings import get_settings
+from app.settings import Settings, get_settings
+from judge import SandboxConfig
 from tests.app.tj_testlib import AC_CODE, DOUBLE, FIXTURE_PROBLEMS, PASSWORD, copy_package
 
 
@@ -134,3 +136,35 @@ def test_judge_prints_what_went_wrong(run, tmp_path):
     assert "tests: " in part
     f.write_text(AC_CODE)
     assert "What went wrong" not in run("judge", "--problem", "double", str(f))
+
+
+def test_every_sandbox_setting_reaches_the_sandbox_config(monkeypatch):
+    """The settings feed the sandbox in one place, for serve, the workers, the commands,
+    validation and the benchmark alike: a setting left out there would be ignored by all."""
+    env = {"SANDBOX": "docker", "POOL_SIZE": "5", "POOL_MAX_IDLE": "9", "POOL_MAX_IDLE_MB": "999",
+           "POOL_SPLIT": "false", "COMPILE_CACHE": "false", "BWRAP": "/opt/bwrap",
+           "FORK_SERVER": "false", "FORK_WARMED": "false", "DOCKER_HOST": "tcp://engine:2375",
+           "DOCKER_IMAGE": "sandbox:1", "DOCKER_CACHE_VOLUME": "cache",
+           "LIBRARY_PATCHES": "false"}
+    for k, v in env.items():
+        monkeypatch.setenv(f"TENSORJUDGE_{k}", v)
+    config = Settings().sandbox_config()
+    assert config == SandboxConfig(
+        kind="docker", pool_per_key=5, pool_max_idle=9, pool_max_idle_mb=999, pool_split=False,
+        compile_cache=False, bwrap="/opt/bwrap", fork_server=False, fork_warmed=False,
+        docker_host="tcp://engine:2375", docker_image="sandbox:1", docker_cache_volume="cache",
+        library_patches=False)
+    # A field added to the config is fed from the settings too (the cache's root aside: the
+    # judge finds it).
+    fed = {f.name for f in fields(config) if getattr(config, f.name) != getattr(SandboxConfig(),
+                                                                                  f.name)}
+    assert fed == {f.name for f in fields(SandboxConfig)} - {"cache_root"}
+
+
+def test_judge_opens_the_configured_sandbox(run, tmp_path, monkeypatch):
+    f = tmp_path / "s.py"
+    f.write_text(AC_CODE)
+    monkeypatch.setenv("TENSORJUDGE_BWRAP", str(tmp_path / "no-bwrap"))
+    get_settings.cache_clear()
+    out = run("judge", "--problem", "double", str(f), code=2)
+    assert "no-bwrap" in out and "was not found" in out

@@ -22,11 +22,12 @@ from tests.conftest import REPO
 
 pytestmark = [pytest.mark.container, pytest.mark.slow]
 PROBLEMS = REPO / "problems"
+# A Flax problem and a NumPy one: every kind of sandbox is proven on bubblewrap
+# (tests/problems) and the docker backend's on a real engine (test_docker_sandbox.py); here,
+# the deployment end to end.
 CORRECT = {
     "encoder-block": "encoder-block/submissions/accepted/compact_class.py",
-    "decoder-block-preln": "decoder-block-preln/submissions/accepted/compact_class.py",
     "decoder-block": "decoder-block/submissions/accepted/numpy_einsum.py",
-    "encoder-decoder": "encoder-decoder/submissions/accepted/numpy_per_head.py",
 }
 
 
@@ -128,7 +129,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         st.compose("down", "-v", "--timeout", "20", check=False)
 
 
-def test_every_problem_correct_and_wrong_through_the_api(stack):
+def test_flax_and_numpy_correct_and_wrong_through_the_api(stack):
     user = User(stack)
     sent: dict[int, tuple[str, str]] = {}
     for problem, rel in CORRECT.items():

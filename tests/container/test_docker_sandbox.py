@@ -9,23 +9,32 @@ import pytest
 
 from judge.engine import judge
 from judge.package import discover, load_package
-from judge.sandbox import SandboxUnavailable, make_sandbox
-from judge.sandbox.container import ContainerConfig, ContainerSandbox
+from judge.sandbox import SandboxConfig, SandboxUnavailable, open_sandbox
+from judge.sandbox.container.sandbox import ContainerConfig, ContainerSandbox
+from judge.sandbox.job import Kind
 from judge.validate import validate
 from judge.verdicts import Verdict
 from tests import docker_engine
 from tests.conftest import FIXTURES, REPO
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.container]
-# Every package's verdicts are proven on bubblewrap (tests/judge); in containers, one Flax
-# package and one with NumPy, JAX and PyTorch cover every kind of sandbox the engine prepares.
-PACKAGES = [p for p in discover(REPO / "problems") if p.name in ("encoder-block", "decoder-block")]
+# Every package's verdicts are proven on bubblewrap (tests/problems); in containers, the
+# package with NumPy, JAX (jitted and eager) and PyTorch submissions. Flax in containers: the
+# compose stack's tests (tests/container/test_compose.py) and the attack corpus.
+PACKAGES = [p for p in discover(REPO / "problems") if p.name == "decoder-block"]
+DOCKER = SandboxConfig(kind="docker", docker_image="tensorjudge-sandbox:latest")
 
 
 @pytest.fixture(scope="module")
 def sandbox() -> ContainerSandbox:
     docker_engine.images()
-    sb = make_sandbox("docker", docker_image="tensorjudge-sandbox:latest")
+    sb = _backend()
+    return sb
+
+
+def _backend() -> ContainerSandbox:
+    """The docker backend as the settings open it (the pool around it keeps no spares)."""
+    sb = open_sandbox(DOCKER).backend
     assert isinstance(sb, ContainerSandbox)
     return sb
 
@@ -129,12 +138,10 @@ def test_closing_removes_its_own_containers_even_running_ones():
     """A sandbox still preparing when the judge closes (a cache fill, a spare being warmed)
     goes with it: left running, it would keep the cache volume in use."""
     docker_engine.images()
-    sb = make_sandbox("docker", docker_image="tensorjudge-sandbox:latest")
-    assert isinstance(sb, ContainerSandbox)
-    other = make_sandbox("docker", docker_image="tensorjudge-sandbox:latest")
-    assert isinstance(other, ContainerSandbox)
-    mine = sb.spawn({"preload": ["jax"], "warmup": None}, 512 << 20)
-    theirs = other.spawn({"preload": [], "warmup": None}, 256 << 20)
+    sb = _backend()
+    other = _backend()
+    mine = sb.spawn(Kind(("jax",)), 512 << 20)
+    theirs = other.spawn(Kind(), 256 << 20)
     try:
         assert docker_engine.sandbox_containers(sb.owner)
         sb.close()
@@ -151,12 +158,11 @@ def test_sibling_backends_of_one_process_leave_each_others_sandboxes_alone():
     """Several backends in one process (a server's embedded workers): one starting, reaping
     or closing never removes a sandbox of another, which is alive while the process is."""
     docker_engine.images()
-    first = make_sandbox("docker", docker_image="tensorjudge-sandbox:latest")
-    assert isinstance(first, ContainerSandbox)
-    sp = first.spawn({"preload": [], "warmup": None}, 256 << 20)
+    first = _backend()
+    sp = first.spawn(Kind(), 256 << 20)
     try:
         assert first.wait_warm(sp, 60.0), "the sandbox never got ready"
-        second = make_sandbox("docker", docker_image="tensorjudge-sandbox:latest")
+        second = _backend()
         assert isinstance(second, ContainerSandbox)
         assert second.owner != first.owner
         second.reap_stale()
@@ -173,8 +179,7 @@ def test_a_reap_while_a_sandbox_is_being_made_leaves_it_alone(monkeypatch):
     """The periodic reap runs beside spawns (another thread's): a container it lists between
     its creation and its start is this judge's all the same."""
     docker_engine.images()
-    sb = make_sandbox("docker", docker_image="tensorjudge-sandbox:latest")
-    assert isinstance(sb, ContainerSandbox)
+    sb = _backend()
     start = sb.api.start
     reaped: list[int] = []
 
@@ -183,7 +188,7 @@ def test_a_reap_while_a_sandbox_is_being_made_leaves_it_alone(monkeypatch):
         return start(cid, *args, **kwargs)
 
     monkeypatch.setattr(sb.api, "start", start_after_a_reap)
-    sp = sb.spawn({"preload": [], "warmup": None}, 256 << 20)
+    sp = sb.spawn(Kind(), 256 << 20)
     try:
         assert reaped == [0]
         assert sb.wait_warm(sp, 60.0), "the sandbox never got ready"

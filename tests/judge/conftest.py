@@ -6,7 +6,7 @@ import pytest
 
 from judge.engine import judge
 from judge.package import Package, load_package
-from judge.sandbox import BwrapConfig, BwrapSandbox
+from judge.sandbox import BwrapConfig, BwrapSandbox, xla_cache
 from judge.verdicts import JudgeResult
 from tests.conftest import FIXTURES
 
@@ -24,7 +24,10 @@ def forked_sandbox() -> BwrapSandbox:
 
 @pytest.fixture(scope="session")
 def sandbox() -> BwrapSandbox:
-    return BwrapSandbox()
+    """A fresh sandbox per judgement, with the judge's compilation cache as the judge has it
+    (`tensorjudge judge`): a problem's warm-up loads what an earlier fill compiled."""
+    cache = xla_cache.ensure_dir(xla_cache.default_root())
+    return BwrapSandbox(BwrapConfig(xla_cache_dir=cache))
 
 
 @pytest.fixture(scope="session")

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from judge.compare import Tolerance, compare
+from judge.compare import compare
+from judge.package import Tolerance
 from judge.verdicts import Verdict
 
-TOL = Tolerance(1e-4, 1e-4)
+TOL = Tolerance(atol=1e-4, rtol=1e-4)
 
 
 def _want(shape=(3, 4)):

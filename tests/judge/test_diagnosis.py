@@ -3,7 +3,7 @@ fixture problem `double`)."""
 
 from __future__ import annotations
 
-from judge.diagnosis import SOURCES, Case, diagnose
+from judge.diagnosis.diagnose import SOURCES, Case, diagnose
 from judge.engine import prepare
 from judge.verdicts import Verdict
 
@@ -68,9 +68,9 @@ def test_a_failing_source_costs_its_findings_only(run, double, monkeypatch):
     def broken(case: Case) -> list:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr("judge.diagnosis.SOURCES", [broken, *SOURCES])
-    from judge.compare import Tolerance
+    monkeypatch.setattr("judge.diagnosis.diagnose.SOURCES", [broken, *SOURCES])
+    from judge.package import Tolerance
 
     case = Case(double, prepared.tests, prepared.expected, prepared.shapes, res,
-                Tolerance(1e-6, 1e-6), sandbox=None)
+                Tolerance(atol=1e-6, rtol=1e-6), sandbox=None)
     assert diagnose(case)[0].title == "Adds one instead of doubling"

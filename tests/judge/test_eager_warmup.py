@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from judge.engine import imported_frameworks, pool_headers
+from judge.kinds import imported_frameworks, kinds_for
 from judge.package import load_package
-from judge.sandbox.base import EAGER_JAX
+from judge.sandbox.job import EAGER_JAX
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -36,9 +36,9 @@ def test_only_eager_jax_submissions_get_the_eager_warm_up(code, eager):
 
 
 def test_pools_prepare_eager_jax_beside_jitted_jax_only_where_jax_is_allowed():
-    dec = [h["preload"] for h in pool_headers(load_package(ROOT / "problems" / "decoder-block"))]
+    dec = [list(k.preload) for k in kinds_for(load_package(ROOT / "problems" / "decoder-block"))]
     assert dec == [[], ["torch"], ["jax"], sorted(["jax", EAGER_JAX])]
-    enc = [h["preload"] for h in pool_headers(load_package(ROOT / "problems" / "encoder-block"))]
+    enc = [list(k.preload) for k in kinds_for(load_package(ROOT / "problems" / "encoder-block"))]
     assert all(EAGER_JAX not in p for p in enc)
 
 
@@ -47,7 +47,7 @@ COUNT = textwrap.dedent('''
     import numpy as np
     import jax
     from jax._src import monitoring
-    from judge.engine import _shape_only
+    from judge.kinds import _shape_only
     from judge.package import load_package
 
     compiles = [0]

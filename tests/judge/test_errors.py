@@ -7,11 +7,10 @@ import shutil
 
 import pytest
 
-from judge.case import Case
-from judge.compare import Tolerance
+from judge.diagnosis.case import Case
+from judge.diagnosis.size_mixups import size_mixups
 from judge.engine import judge
-from judge.errors import size_mixups
-from judge.package import PackageError, load_package
+from judge.package import PackageError, Tolerance, load_package
 from judge.package import TestSpec as Spec
 from judge.verdicts import JudgeResult, TestResult, Verdict
 from tests.conftest import FIXTURES, REPO
@@ -66,7 +65,7 @@ def _case(rows: list[tuple[int, int, Verdict, str]]) -> Case:
              for i, (a, b, _, _) in enumerate(rows)]
     results = [TestResult(f"t{i}", v, message=m) for i, (_, _, v, m) in enumerate(rows)]
     result = JudgeResult(Verdict.RE, results)
-    return Case(package, specs, [], [], result, Tolerance(1e-4, 1e-4), None)
+    return Case(package, specs, [], [], result, Tolerance(atol=1e-4, rtol=1e-4), None)
 
 
 def _err(a: int, b: int) -> str:

@@ -1,5 +1,5 @@
 """A warmed fork server learns which of its pages a sandbox forked from it writes first, and
-each sandbox copies those before its job (judge/sandbox/zygote.py): the same copies a first
+each sandbox copies those before its job (judge/inside/zygote.py): the same copies a first
 write would make, made while the sandbox waits, with nothing changed in them."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import struct
 import pytest
 
 from judge.engine import judge
+from judge.inside import zygote
 from judge.package import load_package
-from judge.sandbox import zygote
 from judge.verdicts import Verdict
 from tests.conftest import REPO
 from tests.judge.conftest import forked_sandbox

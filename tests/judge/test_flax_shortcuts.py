@@ -1,10 +1,11 @@
-"""The sandbox's Flax shortcuts (judge/sandbox/runner_flax.py). The memo of parameter shape
+"""The sandbox's Flax shortcuts (judge/inside/runner_flax.py). The memo of parameter shape
 and RNG key checks: an `apply` or `init` that the memo answers says and returns exactly what
 Flax's own check would, a wrong shape or key is still refused, and what the memo cannot key
 by its contents is traced as before. Plain attributes: layers bound without Flax's adoption
 walk for values that hold no layer end up exactly as with it. The static fold-in: the same
 keys, bit for bit, as JAX's Threefry fold-in. Plain promotion: the same arrays as
-`jnp.asarray`. All only under the Flax release they were read against."""
+`jnp.asarray`. All only under the Flax release they were read against (their guard:
+tests/judge/test_library_patches.py)."""
 
 from __future__ import annotations
 
@@ -23,16 +24,15 @@ import pytest
 from flax.core import scope as flax_scope
 
 from judge.engine import judge
-from judge.package import Package, load_package
-from judge.sandbox import BwrapConfig, BwrapSandbox
-from judge.sandbox.runner_flax import (
-    FLAX_RELEASES,
+from judge.inside.runner_flax import (
     ParamShapeMemo,
     PlainAttributes,
     PlainPromotion,
     StaticFoldIn,
     Unkeyable,
 )
+from judge.package import Package, load_package
+from judge.sandbox import BwrapConfig, BwrapSandbox
 from judge.verdicts import Verdict
 from tests.conftest import REPO
 from tests.judge.conftest import forked_sandbox
@@ -248,20 +248,18 @@ def test_plain_attributes_leave_every_layer_as_flax_makes_it():
 
 
 def test_only_under_the_flax_they_were_read_against(monkeypatch):
+    """The sandbox installs them through the guard of the libraries' patches only, which
+    refuses another Flax release."""
     import flax
 
-    from judge.sandbox.runner_flax import install_flax_shortcuts
+    from judge.inside.library_patches import FLAX_RELEASES, install_library_patches
 
     assert flax.__version__ in FLAX_RELEASES
     pinned = (REPO / "pyproject.toml").read_text()
     assert any(f'"flax=={v}"' in pinned for v in FLAX_RELEASES)
     monkeypatch.setattr(flax, "__version__", "0.0.0")
-    shortcuts = [ParamShapeMemo(), PlainAttributes(), StaticFoldIn(), PlainPromotion()]
-    for shortcut in shortcuts:
-        shortcut.install()
-    assert not any(shortcut.installed for shortcut in shortcuts)
     eval_shape = jax.eval_shape
-    install_flax_shortcuts()
+    assert not install_library_patches({}).active
     assert jax.eval_shape is eval_shape
 
 

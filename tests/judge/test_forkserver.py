@@ -8,9 +8,10 @@ import os
 
 import pytest
 
-from judge.engine import judge, sandbox_header
+from judge.engine import judge
+from judge.kinds import kind_for
 from judge.sandbox import BwrapConfig, BwrapSandbox
-from judge.sandbox.forkserver import ForkServers
+from judge.sandbox.bwrap.forkserver import ForkServers
 from judge.verdicts import Verdict
 from tests.conftest import REPO
 from tests.judge.conftest import forked_sandbox
@@ -99,9 +100,9 @@ def _namespaces(sp) -> dict[str, str]:
 
 
 def test_forked_sandboxes_share_no_namespace_or_uid(forked, double):
-    header = sandbox_header(double, "", [])
-    a = forked.spawn(header, 256 << 20)
-    b = forked.spawn(header, 256 << 20)
+    kind = kind_for(double, [])
+    a = forked.spawn(kind, 256 << 20)
+    b = forked.spawn(kind, 256 << 20)
     try:
         assert forked.wait_warm(a, 60) and forked.wait_warm(b, 60)
         assert a.uid != b.uid

@@ -16,7 +16,7 @@ import pytest
 
 from judge.engine import judge
 from judge.sandbox import BwrapConfig, BwrapSandbox
-from judge.sandbox.cgroups import Cgroup, CgroupManager
+from judge.sandbox.bwrap.cgroups import Cgroup, CgroupManager
 from judge.verdicts import Verdict
 
 pytestmark = pytest.mark.sandbox

@@ -8,12 +8,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from judge.compare import Tolerance
-from judge.mistakes import KnownMistake, Observed, distance, name_mistakes, wrong
-from judge.package import Mistake, PackageError, load_package
+from judge.diagnosis.mistakes import Observed, distance, name_mistakes, wrong
+from judge.package import Mistake, PackageError, Tolerance, load_package
+from judge.trusted.known_mistakes import KnownMistake
 from tests.conftest import FIXTURES
 
-TOL = Tolerance(1e-4, 1e-4)
+TOL = Tolerance(atol=1e-4, rtol=1e-4)
 MISTAKES = "submissions/wrong_answer/mistakes.toml"
 
 
@@ -180,23 +180,23 @@ def test_a_background_bank_is_the_same_bank_computed_at_low_priority(tmp_path, m
     import subprocess
     import sys
 
-    from judge.mistakes import bank
+    from judge.trusted import known_mistakes
+    from judge.trusted.known_mistakes import bank
 
     monkeypatch.setenv("TENSORJUDGE_CACHE_DIR", str(tmp_path / "bg"))
     package = load_package(FIXTURES / "double")
     background = bank(package, package.tests, background=True)
     monkeypatch.setenv("TENSORJUDGE_CACHE_DIR", str(tmp_path / "fg"))
     package = load_package(FIXTURES / "double")
-    from judge import mistakes
-
-    mistakes._BANKS.clear()
+    known_mistakes._BANKS.clear()
     foreground = bank(package, package.tests)
     assert [m.file for m in background] == [m.file for m in foreground] == ["add_one.py"]
     for a, b in zip(background[0].outputs, foreground[0].outputs, strict=True):
         assert a is not None and b is not None and np.array_equal(a, b)
     # What the trusted process does first when it runs in the background, in a session of
     # its own as run_trusted starts it: lower its niceness and its session's share.
-    probe = ("import os; from judge.reference_run import _lower_priority; _lower_priority(); "
+    probe = ("import os; from judge.trusted.reference_run import _lower_priority; "
+             "_lower_priority(); "
              "print(os.getpriority(os.PRIO_PROCESS, 0), open('/proc/self/autogroup').read())")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                          check=True, start_new_session=True, cwd=FIXTURES.parents[2]).stdout

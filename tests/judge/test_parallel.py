@@ -11,11 +11,12 @@ from pathlib import Path
 import pytest
 
 from judge import wire
-from judge.engine import judge, preload_for, sandbox_header
+from judge.engine import judge
+from judge.kinds import compiles_itself, kind_for, preload_for
 from judge.package import Package, load_package
-from judge.parallel import _shifted, compiles_itself, cut, idle_sandboxes, merge
+from judge.parallel import _shifted, cut, idle_sandboxes, merge
 from judge.sandbox import BwrapSandbox, SandboxPool
-from judge.sandbox.io_loop import RunPlan
+from judge.sandbox.job import Job, Kind
 from judge.verdicts import JudgeResult, TestResult, Verdict
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "problems"
@@ -76,30 +77,30 @@ def test_frames_of_a_later_part_report_their_place_in_the_whole():
 ])
 def test_only_submissions_that_do_not_compile_their_own_code_are_cut(code, compiles):
     assert compiles_itself(ast.parse(code)) is compiles
-    plan = RunPlan(1000, 1 << 20, 1024, 1 << 14, [1] * 8)
-    got = idle_sandboxes(IdlePool(), {}, plan, ast.parse(code), 8)
+    job = Job(Kind(), code, "f", compiles_itself(ast.parse(code)))
+    got = idle_sandboxes(IdlePool(), job, 8)  # type: ignore[arg-type]
     assert (got is None) is compiles
-    assert idle_sandboxes(IdlePool(), {}, plan, ast.parse(code), 3) is None  # too few tests
+    assert idle_sandboxes(IdlePool(), job, 3) is None  # type: ignore[arg-type]  # too few tests
 
 
 class IdlePool:
     """A pool that always has two prepared sandboxes idle."""
 
-    def acquire_idle(self, header: dict, memory_bytes: int, count: int) -> list:
+    def acquire_idle(self, kind: Kind, count: int) -> list:
         return ["a", "b"]
 
 
 def test_eager_jax_is_cut_from_two_tests_others_from_six():
-    plan = RunPlan(1000, 1 << 20, 1024, 1 << 14, [1] * 3)
-    flax = {"preload": ["flax.linen", "jax"]}
-    eager = ast.parse("import flax.linen as nn\nm = nn.Dense(4)\n")
-    jitted = ast.parse("import jax\nf = jax.jit(lambda x: x)\n")
-    assert idle_sandboxes(IdlePool(), flax, plan, eager, 2) == ["a", "b"]  # a Run's samples
-    assert idle_sandboxes(IdlePool(), flax, plan, eager, 1) is None
-    assert idle_sandboxes(IdlePool(), flax, plan, jitted, 3) is None  # it would compile twice
-    numpy = {"preload": []}
-    assert idle_sandboxes(IdlePool(), numpy, plan, ast.parse("import numpy as np\n"), 5) is None
-    assert idle_sandboxes(IdlePool(), numpy, plan, ast.parse("import numpy as np\n"), 6) is not None
+    flax = Kind(("flax.linen", "jax"))
+    eager = Job(flax, "import flax.linen as nn\nm = nn.Dense(4)\n", "f")
+    jitted = Job(flax, "import jax\nf = jax.jit(lambda x: x)\n", "f", compiles_itself=True)
+    pool: SandboxPool = IdlePool()  # type: ignore[assignment]
+    assert idle_sandboxes(pool, eager, 2) == ["a", "b"]  # a Run's samples
+    assert idle_sandboxes(pool, eager, 1) is None
+    assert idle_sandboxes(pool, jitted, 3) is None  # it would compile twice
+    numpy = Job(Kind(), "import numpy as np\n", "f")
+    assert idle_sandboxes(pool, numpy, 5) is None
+    assert idle_sandboxes(pool, numpy, 6) is not None
 
 
 @pytest.fixture(scope="module")
@@ -118,7 +119,7 @@ def double_many(tmp_path_factory: pytest.TempPathFactory) -> Package:
 @pytest.fixture
 def pool(sandbox: BwrapSandbox, double_many: Package):
     p = SandboxPool(sandbox, per_key=2, max_idle=4)
-    p.prewarm(sandbox_header(double_many, "", preload_for(["numpy"])), 512 << 20)
+    p.prewarm(kind_for(double_many, preload_for(["numpy"])), 512 << 20)
     yield p
     p.close()
 
@@ -162,7 +163,7 @@ def test_split_gives_the_verdicts_of_one_sandbox(pool, sandbox, double_many, cod
 @pytest.mark.sandbox
 def test_no_split_while_another_job_runs(pool, double_many):
     _ready_split(pool)
-    header = sandbox_header(double_many, CORRECT, preload_for(["numpy"]))
+    kind = kind_for(double_many, preload_for(["numpy"]))
     started, release = threading.Event(), threading.Event()
     sleeper = ("import time\nfrom pathlib import Path\n"
                "def double(x):\n    time.sleep(1)\n    return (2 * x).reshape(-1)\n")
@@ -178,7 +179,7 @@ def test_no_split_while_another_job_runs(pool, double_many):
     deadline = time.monotonic() + 30
     while pool._active == 0 and time.monotonic() < deadline:  # noqa: SLF001 - until it runs
         time.sleep(0.01)
-    assert pool.acquire_idle(header, 512 << 20, 2) is None
+    assert pool.acquire_idle(kind, 2) is None
     t.join()
     assert release.is_set()
 

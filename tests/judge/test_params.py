@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from judge.diagnosis.params import explain, parse_variables
 from judge.engine import judge
 from judge.package import load_package
-from judge.params import explain, parse_variables
 from judge.verdicts import Verdict
 from tests.conftest import FIXTURES, REPO
 

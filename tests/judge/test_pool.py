@@ -7,9 +7,11 @@ import time
 
 import pytest
 
-from judge.engine import judge, preload_for, sandbox_header
+from judge.engine import judge
+from judge.kinds import kind_for, preload_for
 from judge.sandbox import BwrapSandbox, SandboxPool
 from judge.sandbox.io_loop import RawRun, RunPlan
+from judge.sandbox.job import Job, Kind, Warmup
 from judge.verdicts import Verdict
 
 pytestmark = pytest.mark.sandbox
@@ -37,7 +39,7 @@ def _alive(pid: int) -> bool:
 
 
 def test_prepared_sandboxes_serve_jobs_once(pool, double):
-    header = sandbox_header(double, "", preload_for(["numpy"]))
+    header = kind_for(double, preload_for(["numpy"]))
     pool.prewarm(header, 512 << 20)
     assert pool.wait_ready(2, 60)
     idle = pool.idle()
@@ -69,7 +71,7 @@ def test_pooled_and_fresh_sandboxes_agree(pool, sandbox, double):
 
 def test_close_destroys_spares(sandbox, double):
     p = SandboxPool(sandbox, per_key=2)
-    p.prewarm(sandbox_header(double, "", []), 512 << 20)
+    p.prewarm(kind_for(double, []), 512 << 20)
     assert p.wait_ready(2, 60)
     pids = [sp.proc.pid for sp in p.idle()]
     p.close()
@@ -80,10 +82,10 @@ def test_close_destroys_spares(sandbox, double):
 def test_spares_of_stale_kinds_make_room(sandbox, double):
     p = SandboxPool(sandbox, per_key=1, max_idle=1)
     try:
-        old = sandbox_header(double, "", [])
+        old = kind_for(double, [])
         p.prewarm(old, 512 << 20)
         assert p.wait_ready(1, 60)
-        new = sandbox_header(double, "", ["torch"])
+        new = kind_for(double, ["torch"])
         p.prewarm(new, 512 << 20)
         newest = list(p._slots)[-1]
 
@@ -131,7 +133,7 @@ class _StubSandbox:
         self.spawned: list[str] = []
         self.release = threading.Event()
         self.closed = False
-        self.kind = "stub"
+        self.name = "stub"
 
     def shared_memory_bytes(self) -> int:
         return 0
@@ -139,8 +141,11 @@ class _StubSandbox:
     def close(self) -> None:
         self.closed = True
 
-    def spawn(self, prepare: dict, memory_bytes: int, background: bool = False) -> _StubSpawned:
-        key = (prepare.get("warmup") or {}).get("key", "?")
+    def route(self, job: Job) -> Kind:
+        return job.kind
+
+    def spawn(self, kind: Kind, memory_bytes: int, background: bool = False) -> _StubSpawned:
+        key = kind.warmup.key if kind.warmup is not None else "?"
         self.spawned.append(key)
         self.last = _StubSpawned(key, background)
         return self.last
@@ -150,7 +155,8 @@ class _StubSandbox:
             return self.release.wait(timeout_s)
         return True
 
-    def execute(self, sp: _StubSpawned, header: dict, tests_args: list, plan: object) -> RawRun:
+    def execute(self, sp: _StubSpawned, job: Job, tests_args: list, plan: object,
+                acquire: object) -> RawRun:
         self.release.wait(30)  # a job runs until released
         return RawRun()
 
@@ -185,8 +191,8 @@ def test_a_spare_a_job_waits_for_prepares_at_normal_priority():
         p.close()
 
 
-def _kind(key: str) -> dict:
-    return {"preload": [], "warmup": {"source": "", "cases": [], "key": key}}
+def _kind(key: str) -> Kind:
+    return Kind((), Warmup(key, ""))
 
 
 @pytest.mark.timeout(60)
@@ -235,9 +241,10 @@ def test_a_split_jobs_spares_are_replaced_once_its_parts_are_done():
     try:
         p.prewarm(_kind("fast"), 1 << 20)
         assert p.wait_ready(2, 10)
-        taken = p.acquire_idle(_kind("fast"), 1 << 20, 2)
+        taken = p.acquire_idle(_kind("fast"), 2)
         assert taken is not None and len(taken) == 2
-        parts = [threading.Thread(target=p.execute, args=(sp, _kind("fast"), [], plan))
+        job = Job(_kind("fast"), "", "f")
+        parts = [threading.Thread(target=p.execute, args=(sp, job, [], plan))
                  for sp in taken]
         for t in parts:
             t.start()
@@ -263,7 +270,7 @@ def test_closing_lets_a_job_in_a_prepared_sandbox_finish(sandbox, double):
     import threading
 
     p = SandboxPool(sandbox, per_key=1)
-    p.prewarm(sandbox_header(double, "", preload_for(["numpy"])), 512 << 20)
+    p.prewarm(kind_for(double, preload_for(["numpy"])), 512 << 20)
     assert p.wait_ready(1, 60)
     slow = "import time\ndef double(x):\n    time.sleep(0.4)\n    return (2 * x).reshape(-1)\n"
     out: list = []

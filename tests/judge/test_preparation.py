@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from judge.engine import judge
+from judge.inside.runner_jax import one_ir_context
 from judge.package import load_package
 from judge.sandbox import BwrapSandbox
-from judge.sandbox.runner_jax import one_ir_context
 from judge.verdicts import Verdict
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "problems"

@@ -8,10 +8,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from judge.diagnosis.probes import check, derive
 from judge.engine import _extra_runs, judge
 from judge.package import Probe, load_package
 from judge.prepared import prepare
-from judge.probes import check, derive
+from judge.sandbox.pool import SandboxPool
 from judge.verdicts import Verdict
 from tests.conftest import FIXTURES, REPO
 
@@ -97,7 +98,7 @@ def test_every_accepted_submission_keeps_every_property(sandbox, problem):
             derived = [d for p in package.manifest.probes if (d := derive(p, args))]
             if len(derived) == len(package.manifest.probes):
                 break  # the first test every probe applies to
-        run = _extra_runs(package, _code(sub.path), sandbox)
+        run = _extra_runs(package, _code(sub.path), SandboxPool.around(sandbox))
         outs = run([args] + [d.args for d in derived],
                    [prepared.expected[i].size] * (len(derived) + 1))
         shape = prepared.shapes[i]

@@ -16,7 +16,7 @@ import pytest
 
 from judge.engine import judge
 from judge.sandbox import BwrapConfig, BwrapSandbox
-from judge.sandbox.cgroups import PARENT
+from judge.sandbox.bwrap.cgroups import PARENT
 from judge.verdicts import Verdict
 from tests.conftest import REPO
 from tests.judge.conftest import forked_sandbox

@@ -24,10 +24,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from judge import expected, mistakes
-from judge.expected import ReferenceError_, expected_outputs
-from judge.mistakes import bank
 from judge.package import Package, load_package
+from judge.trusted import expected, known_mistakes
+from judge.trusted.expected import ReferenceError_, expected_outputs
+from judge.trusted.known_mistakes import bank
 from tests.conftest import FIXTURES
 
 pytestmark = pytest.mark.timeout(300)
@@ -77,7 +77,7 @@ def gated(tmp_path: Path, fails: str = "never") -> tuple[Package, Path]:
 
 @pytest.fixture
 def started(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[subprocess.Popen[bytes]]:
-    """The trusted processes judge.expected starts (the real ones, counted), with a cache of
+    """The trusted processes judge.trusted.expected starts (the real ones, counted), with a cache of
     this test's own."""
     monkeypatch.setenv("TENSORJUDGE_CACHE_DIR", str(tmp_path / "cache"))
     procs: list[subprocess.Popen[bytes]] = []
@@ -85,7 +85,7 @@ def started(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[subprocess.
     class Counted(subprocess.Popen):
         def __init__(self, args: Any, *rest: Any, **kwargs: Any) -> None:
             super().__init__(args, *rest, **kwargs)
-            if "judge.reference_run" in args:
+            if "judge.trusted.reference_run" in args:
                 procs.append(self)
 
     monkeypatch.setattr(expected.subprocess, "Popen", Counted)
@@ -187,7 +187,7 @@ def test_a_foreground_caller_waits_for_the_background_process(
     assert len(started) == 1, "the same outputs computed twice"
 
     monkeypatch.setenv("TENSORJUDGE_CACHE_DIR", str(tmp_path / "single"))
-    mistakes._BANKS.clear()
+    known_mistakes._BANKS.clear()
     single = ask(kind, package, False)
     assert len(started) == 2
     assert len(a) == len(b) == len(single) == len(package.tests)

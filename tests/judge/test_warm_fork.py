@@ -11,10 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from judge.engine import judge, submission_header
+from judge.engine import judge
+from judge.kinds import job_for
 from judge.package import Package, load_package
 from judge.pysource import parse
 from judge.sandbox import BwrapSandbox, SandboxPool
+from judge.sandbox.bwrap.warm import WarmRouting
 from judge.verdicts import Verdict
 from tests.conftest import FIXTURES, REPO
 from tests.judge.conftest import forked_sandbox
@@ -113,10 +115,17 @@ def eager_double(tmp_path_factory: pytest.TempPathFactory) -> Package:
 
 
 @pytest.fixture(scope="module")
-def warm() -> BwrapSandbox:
+def warm_host() -> BwrapSandbox:
     sb = forked_sandbox()
     yield sb
     sb.close()
+
+
+@pytest.fixture
+def warm(warm_host: BwrapSandbox) -> BwrapSandbox:
+    """The module's warm-forking host, with no history of hand-backs from other tests."""
+    warm_host.warm_routing = WarmRouting()
+    return warm_host
 
 
 def test_a_warmed_kind_is_forked_from_its_warmed_server(warm, eager_double):
@@ -190,18 +199,18 @@ def test_a_pool_reruns_a_handed_back_job_in_a_spare_that_prepares_itself(warm, e
             res = judge(eager_double, NEW_OP, pool, samples_only=True)
             assert res.verdict is Verdict.AC, res.to_dict()
         assert warm.handovers == handovers + 2
-        cold = [s for s in pool._slots.values() if s.prepare.get("cold")]
+        cold = [s for s in pool._slots.values() if s.kind.self_prepared]
         assert len(cold) == 1  # the kind's own slot, kept ready after the first hand-over
     finally:
         pool.close()
 
 
 def test_a_kind_that_keeps_handing_back_is_judged_where_it_compiles(warm, eager_double):
-    """After `handback_window` hand-backs in a row, the kind's jobs skip the warm fork (its
-    run would only be wasted); one in `retry_warm_every` tries it again, and a job that then
-    needs no compilation gives the kind its warm fork back."""
-    pool = SandboxPool(warm, per_key=1, split_idle=False, handback_window=2,
-                       retry_warm_every=3)
+    """After `window` hand-backs in a row, the kind's jobs skip the warm fork (its run would
+    only be wasted); one in `retry_every` tries it again, and a job that then needs no
+    compilation gives the kind its warm fork back."""
+    warm.warm_routing = routing = WarmRouting(window=2, retry_every=3)
+    pool = SandboxPool(warm, per_key=1, split_idle=False)
     try:
         def handed_back(code: str) -> int:
             handovers = warm.handovers
@@ -212,12 +221,12 @@ def test_a_kind_that_keeps_handing_back_is_judged_where_it_compiles(warm, eager_
         assert [handed_back(NEW_OP) for _ in range(2)] == [1, 1]
         # Straight to a sandbox that prepares itself: nothing to hand back.
         assert [handed_back(NEW_OP), handed_back(WARMED)] == [0, 0]
-        assert pool.stats.routed_cold == 2
+        assert routing.routed == 2
         # The third tries the warm fork again; it compiles nothing, so the kind is warm again
         # (and the next job that compiles is handed back from there).
         assert handed_back(WARMED) == 0
         assert handed_back(NEW_OP) == 1
-        assert pool.stats.routed_cold == 2
+        assert routing.routed == 2
     finally:
         pool.close()
 
@@ -225,7 +234,11 @@ def test_a_kind_that_keeps_handing_back_is_judged_where_it_compiles(warm, eager_
 def test_a_flax_submission_that_compiles_itself_is_not_forked_warm(eager_double):
     flax = "import flax.linen as nn\nimport jax\n\ndef double(x):\n    return x\n"
     jitted = flax + "\nfast = jax.jit(double)\n"
-    warm_header = submission_header(eager_double, flax, parse(flax))
-    cold_header = submission_header(eager_double, jitted, parse(jitted))
-    assert "flax.linen" in warm_header["preload"] and not warm_header.get("cold")
-    assert cold_header["cold"] and cold_header["preload"] == warm_header["preload"]
+    sb = forked_sandbox()
+    try:
+        warm_kind = sb.route(job_for(eager_double, flax, parse(flax)))
+        cold_kind = sb.route(job_for(eager_double, jitted, parse(jitted)))
+    finally:
+        sb.close()
+    assert "flax.linen" in warm_kind.preload and not warm_kind.self_prepared
+    assert cold_kind.self_prepared and cold_kind.preload == warm_kind.preload

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from judge import wire
-from judge.sandbox import runner
+from judge.inside import runner
 
 
 def _frame(header: dict, data: bytes = b"") -> bytes:

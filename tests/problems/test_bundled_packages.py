@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from judge.package import discover
-from judge.sandbox import make_sandbox
+from judge.sandbox import SandboxConfig, open_sandbox
 from judge.validate import validate
 from tests.conftest import REPO
 
@@ -18,7 +18,7 @@ PACKAGES = discover(REPO / "problems")
 @pytest.mark.sandbox
 @pytest.mark.parametrize("path", PACKAGES, ids=[p.name for p in PACKAGES])
 def test_bundled_package_is_valid(path):
-    report = validate(path, make_sandbox(), parallel=2)
+    report = validate(path, open_sandbox(SandboxConfig()), parallel=2)
     failed = [f"{c.what}: {c.detail}" for c in report.checks if not c.ok]
     assert report.ok, "\n".join(failed)
     labels = {c.what for c in report.checks}

@@ -14,10 +14,9 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from judge.engine import judge
-from judge.findings import Finding
 from judge.package import Package, load_package
-from judge.sandbox import make_sandbox
-from judge.verdicts import JudgeResult
+from judge.sandbox import SandboxConfig, open_sandbox
+from judge.verdicts import Finding, JudgeResult
 from tests.conftest import FIXTURES, REPO
 
 UNSEEN = FIXTURES.parent / "mistakes"
@@ -49,7 +48,7 @@ VARIANTS: dict[str, dict[str, str]] = {
 
 
 def _judge_all(package: Package, codes: dict[str, str]) -> dict[str, JudgeResult]:
-    sandbox = make_sandbox()
+    sandbox = open_sandbox(SandboxConfig())
     with ThreadPoolExecutor(max_workers=2) as pool:
         results = pool.map(lambda code: judge(package, code, sandbox), codes.values())
         return dict(zip(codes, results, strict=True))

@@ -54,9 +54,10 @@ class LiveServer:
                     problems.store(self.ctx, path, mode="ensure", validator=None)
         sandbox = None
         if workers:
-            from judge.sandbox import make_sandbox
+            from judge import open_sandbox
 
-            sandbox = make_sandbox(self.settings.sandbox)
+            # A fresh sandbox per submission, as the settings configure it.
+            sandbox = open_sandbox(self.settings.sandbox_config())
         self.app = create_app(self.settings, workers=workers, sandbox=sandbox, ctx=self.ctx)
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"

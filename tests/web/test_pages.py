@@ -150,7 +150,8 @@ def test_unknown_problem_is_an_html_404(web):
     r = web.get("/no/such/page")
     assert r.status_code == 404 and "<!doctype html>" in r.text
     # The API keeps answering JSON.
-    assert web.client.get("/api/v1/nope").headers["content-type"].startswith("application/json")
+    assert web.client.get("/api/v1/nope").headers["content-type"].startswith(
+        "application/problem+json")
 
 
 # --- Run and Submit --------------------------------------------------------------------------

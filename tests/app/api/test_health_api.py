@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import threading
 import time
-from types import SimpleNamespace
 
 import pytest
 from fastapi.testclient import TestClient
 
 from app.main import create_app
+from judge.sandbox.job import Kind
+from judge.sandbox.pool import PoolFigures
 from tests.app.tj_testlib import FakeJudge
 
 
@@ -62,27 +63,20 @@ class _PreparingPool:
     when `fail`), with what /healthz reads of a real one."""
 
     def __init__(self, gate: threading.Event, fail: bool = False):
-        self.sandbox = self
         self.gate, self.fail = gate, fail
-        self.prewarmed: list[dict] = []
-        self.stats = SimpleNamespace(hits=0, waits=0, cold=0, spawned=0, discarded=0, split=0)
+        self.prewarmed: list[Kind] = []
 
-    def fill_compile_cache(self, header: dict, memory: int) -> None:
+    def fill_compile_cache(self, kind: Kind, memory: int) -> None:
         self.gate.wait(30)
 
-    def prewarm(self, header: dict, memory: int) -> None:
+    def prewarm(self, kind: Kind, memory: int) -> None:
         if self.fail:
             raise RuntimeError("no sandbox today")
-        self.prewarmed.append(header)
+        self.prewarmed.append(kind)
 
-    def idle(self) -> list:
-        return []
-
-    def spawning(self) -> int:
-        return 0
-
-    def idle_memory_bytes(self) -> int:
-        return 0
+    def figures(self) -> PoolFigures:
+        return PoolFigures(idle=0, spawning=0, idle_memory_mb=0, hits=0, waits=0, cold=0,
+                           spawned=0, discarded=0, split=0)
 
 
 def _prepared_after(c: TestClient, timeout: float = 60) -> float | None:

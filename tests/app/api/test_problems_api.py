@@ -45,12 +45,12 @@ def test_detail_200(client):
 
 def test_samples_computed_once_per_version(client, ctx, monkeypatch):
     client.get("/api/v1/problems/double")  # computed (or already cached)
-    import judge.engine
+    import judge
 
     def boom(*a, **k):
         raise AssertionError("samples recomputed")
 
-    monkeypatch.setattr(judge.engine, "prepare", boom)
+    monkeypatch.setattr(judge, "prepare_tests", boom)
     assert client.get("/api/v1/problems/double").status_code == 200
 
 

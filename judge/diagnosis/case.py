@@ -1,0 +1,34 @@
+"""A judged submission, as the sources of its diagnosis (judge/diagnosis/diagnose.py) need it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from judge.package import Package, TestSpec, Tolerance
+from judge.verdicts import JudgeResult, Verdict
+
+
+@dataclass
+class Case:
+    """A judged submission, as the finding sources need it."""
+
+    package: Package
+    tests: list[TestSpec]  # the tests that were selected, in order
+    expected: list[np.ndarray]  # flat float64 reference outputs, per test
+    shapes: list[tuple[int, ...]]  # unflattened output shapes, per test
+    result: JudgeResult  # its tests carry the submission's outputs (TestResult.output)
+    tol: Tolerance
+    sandbox: object  # what the engine judged with
+    code: str = ""
+    # The selected tests' arguments, and a way to run more argument sets through the
+    # submission in one sandbox job (judge/diagnosis/probes.py); None where probes cannot run.
+    args: list[dict] = field(default_factory=list)
+    run: Callable[[list[dict], list[int]], list[np.ndarray | None]] | None = None
+
+    @property
+    def failed(self) -> list[int]:
+        return [i for i, t in enumerate(self.result.tests)
+                if t.verdict is not None and t.verdict is not Verdict.AC]

@@ -1,0 +1,117 @@
+"""What went wrong: the findings a result carries, built once after a run that is not AC.
+
+`diagnose(case)` is the one entry point the engine calls. Each source of findings is a
+function of the `Case` returning a list of findings; `SOURCES` lists them, and adding one is
+adding it there. A source that fails is skipped (a finding never changes a verdict, and a
+diagnosis that cannot be made is simply not made).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from judge.compare import hints
+from judge.diagnosis.case import Case
+from judge.diagnosis.mistakes import Observed, name_mistakes
+from judge.diagnosis.params import parameters
+from judge.diagnosis.probes import probe_findings
+from judge.diagnosis.size_mixups import size_mixups
+from judge.trusted.known_mistakes import KnownMistake, bank
+from judge.verdicts import Finding, Verdict
+
+log = logging.getLogger(__name__)
+
+
+def known_mistakes(case: Case) -> list[Finding]:
+    observed = [Observed(spec.name, t.verdict is not Verdict.AC, t.output, want)
+                for spec, t, want in zip(case.tests, case.result.tests, case.expected,
+                                         strict=True)
+                if t.verdict is not None]
+    # Only an output can match a mistake's: without one the bank is not even computed.
+    if not any(ob.failed and ob.output is not None for ob in observed):
+        return []
+    # Tests that were not run say nothing either way.
+    ran = [i for i, t in enumerate(case.result.tests) if t.verdict is not None]
+    known = [KnownMistake(m.file, m.mistake, [m.outputs[i] for i in ran])
+             for m in bank(case.package, case.tests)]
+    return name_mistakes(known, observed, case.tol)
+
+
+_NUMERIC: dict[str, tuple[str, str]] = {
+    "non-finite": (
+        "NaN or infinite values where the reference is finite",
+        "Something overflows or divides by zero. The usual cause is exp in a softmax on large "
+        "scores: subtract each row's maximum before exp (or use the framework's softmax), and "
+        "check that no variance or sum you divide by can be zero."),
+    "zeros": (
+        "The output is all zeros",
+        "Nothing of the computation reaches the output: return the final value, not a "
+        "placeholder or a buffer that is never filled."),
+    "transposed": (
+        "The output is transposed before flattening",
+        "The values are right but the last two axes are swapped: return the output in the "
+        "shape the signature gives, then flatten it."),
+    "reordered": (
+        "The right values in the wrong order",
+        "The output holds the expected values in another order: check the order of the axes "
+        "before flattening (for example heads merged back in the wrong order)."),
+    "scaled": (
+        "The output is off by a constant factor",
+        "The output is the expected output times a constant: a scale is wrong somewhere "
+        "linear (a missing or extra factor or normalisation)."),
+    "negated": (
+        "The output has its sign flipped",
+        "The output is the expected output negated: look for a subtraction written the "
+        "wrong way round."),
+}
+
+
+def numeric(case: Case) -> list[Finding]:
+    """The comparison's generic readings (per-test messages keep them too), one finding per
+    kind of reading with the tests it was seen on."""
+    seen: dict[str, list[str]] = {}
+    for i in case.failed:
+        t = case.result.tests[i]
+        if t.output is None or t.output.size != case.expected[i].size:
+            continue
+        for h in hints(t.output, case.expected[i], case.shapes[i], case.tol):
+            if h.key in _NUMERIC:
+                seen.setdefault(h.key, []).append(t.name)
+    return [Finding("numeric", _NUMERIC[k][0], _NUMERIC[k][1], names)
+            for k, names in sorted(seen.items(), key=lambda kv: list(_NUMERIC).index(kv[0]))]
+
+
+# Every source of findings, in no particular order (`ordered` sorts by certainty).
+SOURCES: list[Callable[[Case], list[Finding]]] = [known_mistakes, parameters, probe_findings,
+                                                   numeric, size_mixups]
+
+
+# Most certain first: an output equal to a known mistake's is near proof; a parameter tree
+# that differs is a fact about the code; a broken property is a fact about the outputs; numeric
+# and error hints are readings of symptoms.
+KIND_ORDER: tuple[str, ...] = ("known-mistake", "parameters", "property", "numeric", "error")
+
+
+def ordered(findings: list[Finding]) -> list[Finding]:
+    """Most certain first (stable within a kind), each title once."""
+    seen: set[str] = set()
+    out: list[Finding] = []
+    for f in sorted(findings, key=lambda f: KIND_ORDER.index(f.kind)):
+        if f.title not in seen:
+            seen.add(f.title)
+            out.append(f)
+    return out
+
+
+def diagnose(case: Case) -> list[Finding]:
+    """The findings for a judged submission, most certain first; [] when nothing is known."""
+    if case.result.verdict in (Verdict.AC, Verdict.CE, Verdict.IE):
+        return []
+    findings: list[Finding] = []
+    for source in SOURCES:
+        try:
+            findings.extend(source(case))
+        except Exception:  # noqa: BLE001 - a diagnosis is a bonus, never a failure
+            log.exception("diagnosis source %s failed on %s", source.__name__, case.package.slug)
+    return ordered(findings)
