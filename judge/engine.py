@@ -36,9 +36,9 @@ log = logging.getLogger(__name__)
 def fill_compile_cache(package: Package, sandbox: SandboxPool | Backend) -> None:
     """Fill the judge's JAX compilation cache for this problem's warm-ups (once per version;
     a no-op without a cache or for problems without JAX)."""
+    pool = SandboxPool.around(sandbox)
     for kind in kinds_for(package):
-        SandboxPool.around(sandbox).fill_compile_cache(kind,
-                                                       package.manifest.limits.memory_mb << 20)
+        pool.fill_compile_cache(kind, package.manifest.limits.memory_mb << 20)
 
 
 def run_plan(package: Package, expected_sizes: list[int]) -> RunPlan:
