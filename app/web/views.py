@@ -273,6 +273,7 @@ def result_context(view: dict[str, Any], pending: list[str], wanted: str | None 
         "stderr": (result or {}).get("stderr") or "",
         "wall_ms": (result or {}).get("wall_ms"),
         "timing": timing(result),
+        "queue_ms": view.get("queue_ms") if status == "running" else None,
         "diagnosis": findings(result),
         "environment": (result or {}).get("environment") or None,
         "heatmap": hm,

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from app.web import views
-from tests.app.tj_testlib import AC_CODE, login
+from tests.app.tj_testlib import AC_CODE, FakeJudge, login
 from tests.web.test_pages import wait_done
 
 PARTS = ("queue_ms", "preparation_ms", "tests_ms", "compile_ms", "diagnosis_ms", "rerun_ms",
@@ -67,6 +67,23 @@ def test_a_judged_submission_says_where_its_time_went(web, client, workers, real
     assert "rerun" not in text and "diagnosis" not in text  # parts that took no time
     bar = re.search(r'<div class="timing-bar"[^>]*>(.*?)</div>', page, re.S)
     assert bar is not None and 'class="t-preparation" style="width:' in bar.group(1)
+
+
+def test_the_live_panel_says_how_long_it_waited_for_a_worker(web, workers):
+    judge = FakeJudge("AC")
+    judge.release.clear()
+    workers(1, judge_fn=judge)
+    web.sign_up("alice")
+    web.get("/problems/double")
+    sid = web.post("/problems/double/submit", {"code": AC_CODE, "mode": "submit"},
+                   json=True).json()["id"]
+    assert judge.started.wait(30)
+    running = web.get(f"/submissions/{sid}/result").text
+    assert re.search(r"being judged \(after [0-9.]+ (ms|s) in the queue\)", running)
+    judge.release.set()
+    done = wait_done(web, sid)
+    # A judge that records no timing: the worker's figures still add up (all "other").
+    assert "From submission to verdict" in done and "in the queue)" not in done
 
 
 def test_the_breakdown_shows_shares_and_skips_what_took_nothing():
