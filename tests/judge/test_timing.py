@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from judge.engine import judge
 from judge.timing import _test_times
 from judge.verdicts import JudgeResult, TestResult, Timing, Verdict
+from tests.judge.test_parallel import double_many, pool  # noqa: F401 - fixtures, by name
 
 AC = "def double(x):\n    return (2 * x).reshape(-1)\n"
 WA = "def double(x):\n    return (2 * x + 1).reshape(-1)\n"
@@ -59,6 +61,18 @@ def test_a_time_out_counts_its_first_run_as_a_rerun(run):
     # The first run met the limit too: at least the limit was spent on it, apart from the
     # run that counts (whose timed-out test is charged the limit).
     assert t["rerun_ms"] >= t["tests_ms"] > 0
+
+
+@pytest.mark.sandbox
+def test_tests_in_two_sandboxes_at_once_still_add_up(pool, double_many):  # noqa: F811
+    sleeps = "import time\ndef double(x):\n    time.sleep(0.02)\n    return (2 * x).reshape(-1)\n"
+    assert pool.wait_ready(2, 120)
+    res = judge(double_many, sleeps, pool)
+    assert res.verdict is Verdict.AC and res.parts == 2
+    t = assert_adds_up(res)
+    # The parts ran at once: the longer one's tests, not all of them, took the time.
+    own = sum(x.time_ms or 0.0 for x in res.tests)
+    assert 0 < t["tests_ms"] < own
 
 
 def test_tests_cut_across_sandboxes_count_the_longer_part():
