@@ -85,6 +85,7 @@ def judge(
     pool = SandboxPool.around(sandbox)
     result = _judge(package, code, pool, samples_only=samples_only, on_test=on_test,
                     split=split, watch=watch)
+    watch.judged()
     result.environment = environment(package, pool)
     if result.verdict not in (Verdict.AC, Verdict.CE, Verdict.IE):
         t1 = time.monotonic()

@@ -32,6 +32,7 @@ class Stopwatch:
     def __init__(self) -> None:
         self.t0 = time.monotonic()
         self.attempts: list[_Attempt] = []
+        self.judged_at: float | None = None  # the verdict known, before any diagnosis
         self._lock = threading.Lock()
 
     def attempt(self) -> None:
@@ -44,6 +45,9 @@ class Stopwatch:
         with self._lock:
             if self.attempts:
                 self.attempts[-1].met_twice = True
+
+    def judged(self) -> None:
+        self.judged_at = time.monotonic()
 
     def watching(self, on_frame: Callable[[wire.Frame], None] | None
                  ) -> Callable[[wire.Frame], None]:
@@ -60,30 +64,30 @@ class Stopwatch:
         return note
 
     def timing(self, result: JudgeResult) -> Timing:
-        """The parts, as of now (the judgement's end)."""
+        """The parts, as of now (the judgement's end). The frames are the sandbox's word, which
+        a submission can forge: they move figures between parts, never a verdict."""
         end = time.monotonic()
-        total = (end - self.t0) * 1000.0
         with self._lock:
             attempts = list(self.attempts)
         tests, compiled = _test_times(result)
         diagnosis = result.diagnosis_ms or 0.0
+        total = (end - self.t0) * 1000.0
+        judged = self.judged_at or end
         if not attempts:
-            prep, rerun = total - tests - compiled - diagnosis, 0.0
+            prep_s, rerun_s = judged - self.t0, 0.0
         else:
             counted = attempts[-1]
-            rerun = counted.start - attempts[0].start
             readies = [t for t, ev in counted.frames if ev == "ready"]
-            if counted.met_twice and len(readies) > 1:
-                # From the first run's start in its sandbox to the second's.
-                rerun += readies[-1] - readies[0]
             run_start = readies[-1] if readies else counted.start
             first_test = min((t for t, ev in counted.frames if ev == "begin" and t >= run_start),
-                             default=end)
-            prep = (attempts[0].start - self.t0) + (first_test - counted.start)
-            if counted.met_twice and len(readies) > 1:
-                prep -= readies[-1] - readies[0]
-            rerun *= 1000.0
-            prep *= 1000.0
+                             default=judged)
+            # Earlier attempts met a time-out; so did the first run inside this one when the
+            # backend ran it again: from that run's start in its sandbox to the second's.
+            inside = readies[-1] - readies[0] if counted.met_twice and readies else 0.0
+            rerun_s = counted.start - attempts[0].start + inside
+            prep_s = attempts[0].start - self.t0 + first_test - counted.start - inside
+        rerun = rerun_s * 1000.0
+        prep = min(prep_s * 1000.0, total - rerun - tests - compiled - diagnosis)
         other = total - prep - rerun - tests - compiled - diagnosis
         return Timing(preparation_ms=max(prep, 0.0), tests_ms=tests, compile_ms=compiled,
                       diagnosis_ms=diagnosis, rerun_ms=rerun, other_ms=max(other, 0.0),
