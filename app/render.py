@@ -2,11 +2,27 @@
 
 from __future__ import annotations
 
-from judge import JudgeResult
+from judge import JudgeResult, Timing
 
 
 def _g(x: float | None, fmt: str = ".2e") -> str:
     return "-" if x is None else format(x, fmt)
+
+
+_TIMING_WORDS = (("queue_ms", "queue"), ("preparation_ms", "preparation"), ("tests_ms", "tests"),
+                 ("compile_ms", "compilation"), ("rerun_ms", "rerun"),
+                 ("diagnosis_ms", "diagnosis"), ("other_ms", "other"))
+
+
+def timing_line(timing: Timing) -> str:
+    """Where the time went, in one line: the parts that took any."""
+    parts = [f"{words} {_ms(ms)}" for key, words in _TIMING_WORDS
+             if (ms := getattr(timing, key)) is not None and ms >= 0.05]
+    return f"time {_ms(timing.total_ms)}: " + ", ".join(parts)
+
+
+def _ms(x: float) -> str:
+    return f"{x / 1000:.2f} s" if x >= 1000 else f"{x:.0f} ms" if x >= 10 else f"{x:.1f} ms"
 
 
 def result_table(result: JudgeResult) -> str:
@@ -30,6 +46,8 @@ def result_table(result: JudgeResult) -> str:
         f"{len(result.tests)} tests passed"
     if result.wall_ms is not None:
         out += f" in {result.wall_ms / 1000:.2f} s"
+    if result.timing is not None:
+        out += "\n" + timing_line(result.timing)
     if result.message:
         out += "\n\n" + result.message.rstrip()
     if result.stdout:

@@ -16,7 +16,7 @@ from app.db.models import utcnow
 from app.notify import PgListener
 from app.services import problems, queue
 from app.services.queue import Job
-from judge import aggregate
+from judge import Timing, aggregate
 
 log = logging.getLogger("tensorjudge.worker")
 
@@ -142,6 +142,7 @@ class WorkerThread(threading.Thread):
             result = aggregate([], internal_error=(
                 f"judging was interrupted {job.attempts - 1} times (the workers stopped or "
                 "lost their lease)")).to_dict()
+            timing = Timing()
         else:
             keeper = LeaseKeeper(ctx, job)
             keeper.start()
@@ -154,14 +155,17 @@ class WorkerThread(threading.Thread):
                                          on_test=progress.on_test,
                                          split=self._may_split())
                 result = res.to_dict()
+                timing = res.timing or Timing()
             except Exception as e:  # noqa: BLE001 - never the user's fault
                 log.exception("judging failed", extra={"submission": job.submission_id})
                 result = aggregate([], internal_error=f"the worker failed: "
                                    f"{type(e).__name__}: {e}").to_dict()
+                timing = Timing()
             finally:
                 progress.stop()
                 keeper.stop()
         judge_ms = (time.monotonic() - t0) * 1000.0
+        result["timing"] = timing.in_queue(job.queue_ms, judge_ms).to_dict()
         outcome = self._complete(job, result, judge_ms)
         self.current, self.job = None, None
         self.judged += outcome == "done"

@@ -34,7 +34,14 @@ if TYPE_CHECKING:
     from judge.startup import prepare_problems
     from judge.validate import Check, Report
     from judge.validate import validate as validate_package
-    from judge.verdicts import VERDICT_WORDS, JudgeResult, TestResult, Verdict, aggregate
+    from judge.verdicts import (
+        VERDICT_WORDS,
+        JudgeResult,
+        TestResult,
+        Timing,
+        Verdict,
+        aggregate,
+    )
 
 # name -> (module, its name there)
 _FACE: dict[str, tuple[str, str]] = {
@@ -60,6 +67,7 @@ _FACE: dict[str, tuple[str, str]] = {
     "VERDICT_WORDS": ("judge.verdicts", "VERDICT_WORDS"),
     "JudgeResult": ("judge.verdicts", "JudgeResult"),
     "TestResult": ("judge.verdicts", "TestResult"),
+    "Timing": ("judge.verdicts", "Timing"),
     "aggregate": ("judge.verdicts", "aggregate"),
     "cut": ("judge.parallel", "cut"),
 }
@@ -68,7 +76,7 @@ __all__ = ["judge", "fill_compile_cache", "validate_package", "Check", "Report",
            "prepare_problems", "prepare_tests", "PreparedTests", "open_sandbox", "SandboxConfig",
            "SandboxUnavailable", "SandboxPool", "PoolFigures", "Package", "PackageError",
            "load_package", "discover", "SLUG_RE", "Verdict", "VERDICT_WORDS", "JudgeResult",
-           "TestResult", "aggregate", "cut"]
+           "TestResult", "Timing", "aggregate", "cut"]
 
 
 def __getattr__(name: str) -> Any:

@@ -26,6 +26,7 @@ from judge.prepared import prepare
 from judge.sandbox.base import Backend
 from judge.sandbox.io_loop import RunPlan
 from judge.sandbox.pool import SandboxPool
+from judge.timing import Stopwatch
 from judge.trusted.expected import library_versions
 from judge.verdicts import JudgeResult, TestResult, Verdict, aggregate
 
@@ -78,11 +79,13 @@ def judge(
     sandboxes at once (the caller says no when other submissions are waiting: the second
     sandbox would be taken from them). A result that is not AC carries its diagnosis (with
     `probes`, the package's property probes run the submission once more); every result
-    says what judged it (`environment`)."""
+    says what judged it (`environment`) and where its time went (`timing`)."""
     t0 = time.monotonic()
+    watch = Stopwatch()
     pool = SandboxPool.around(sandbox)
     result = _judge(package, code, pool, samples_only=samples_only, on_test=on_test,
-                    split=split)
+                    split=split, watch=watch)
+    watch.judged()
     result.environment = environment(package, pool)
     if result.verdict not in (Verdict.AC, Verdict.CE, Verdict.IE):
         t1 = time.monotonic()
@@ -98,6 +101,7 @@ def judge(
             log.exception("diagnosing a submission to %s failed", package.slug)
         result.diagnosis_ms = (time.monotonic() - t1) * 1000.0
         result.wall_ms = (time.monotonic() - t0) * 1000.0
+    result.timing = watch.timing(result)
     return result
 
 
@@ -146,6 +150,7 @@ def _judge(
     samples_only: bool,
     on_test: Callable[[int, TestResult], None] | None,
     split: bool,
+    watch: Stopwatch,
 ) -> JudgeResult:
     t0 = time.monotonic()
     try:
@@ -162,6 +167,7 @@ def _judge(
     plan = run_plan(package, [int(e.size) for e in prepared.expected])
     job = job_for(package, code, tree)
     tol = package.manifest.tolerance
+    forward: Callable[[wire.Frame], None] | None = None
     if on_test is not None:
         def on_frame(frame: wire.Frame) -> None:
             i = frame.header.get("test")
@@ -170,17 +176,21 @@ def _judge(
                 if t is not None:
                     on_test(i, t)
 
-        plan.on_frame = on_frame
+        forward = on_frame
+    plan.on_frame = watch.watching(forward)
 
     def attempt() -> tuple[JudgeResult, bool]:
         """One judgement: in two idle sandboxes where the pool has them, else in one; and
         whether a time-out in it was met twice already (a warm fork's is run again by the
         sandbox itself)."""
+        watch.attempt()
         routed = sandbox.route(job)
         parts = idle_sandboxes(sandbox, routed, len(prepared.tests)) if split else None
         if parts:
             return judge_in_parts(sandbox, parts, routed, prepared, plan, tol), False
         raw = sandbox.run(routed, prepared.args, plan)
+        if raw.rerun_after_timeout:
+            watch.met_twice()
         return interpret(raw, prepared, tol, plan), raw.rerun_after_timeout
 
     try:

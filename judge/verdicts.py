@@ -4,7 +4,7 @@ of the diagnosis."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from enum import StrEnum
 from typing import Any, Literal
 
@@ -155,6 +155,35 @@ class TestResult:
 
 
 @dataclass
+class Timing:
+    """Where a judgement's time went, in milliseconds, in parts that add up to `total_ms`
+    (judge/timing.py measures them; the worker adds the queue)."""
+
+    # From being queued (submitted or rejudged) to the claim of the worker that judged it;
+    # None when judged outside the queue (`tensorjudge judge`).
+    queue_ms: float | None = None
+    # The tests' expected outputs, getting a sandbox, its start-up and warm-up, the
+    # submission's module up to its first test (a run a warm fork handed back included).
+    preparation_ms: float = 0.0
+    tests_ms: float = 0.0  # the tests' own time, compilation apart
+    compile_ms: float = 0.0  # JAX compilation inside the submission's function
+    diagnosis_ms: float = 0.0
+    rerun_ms: float = 0.0  # the run that met a time-out first and was repeated
+    other_ms: float = 0.0  # what no part names: frames, comparisons, teardown, the worker
+    total_ms: float = 0.0
+
+    def in_queue(self, queue_ms: float, worker_ms: float) -> Timing:
+        """This judgement as a worker saw it: queued `queue_ms`, then `worker_ms` from its
+        claim to its result (the judgement itself and the worker's own work around it)."""
+        extra = max(worker_ms - self.total_ms, 0.0)
+        return replace(self, queue_ms=max(queue_ms, 0.0), other_ms=self.other_ms + extra,
+                       total_ms=max(queue_ms, 0.0) + self.total_ms + extra)
+
+    def to_dict(self) -> dict[str, float | None]:
+        return {k: None if v is None else round(v, 1) for k, v in asdict(self).items()}
+
+
+@dataclass
 class JudgeResult:
     verdict: Verdict
     tests: list[TestResult] = field(default_factory=list)
@@ -175,6 +204,8 @@ class JudgeResult:
     diagnosis_ms: float | None = None
     # What judged it: problem_version, judge_version, libraries, sandbox (judge/engine.py).
     environment: dict[str, Any] = field(default_factory=dict)
+    # Where the time went (queue, preparation, tests, compilation, diagnosis, reruns).
+    timing: Timing | None = None
 
     @property
     def passed(self) -> int:
@@ -195,6 +226,7 @@ class JudgeResult:
             "diagnosis": [_clean_finding(f.to_dict()) for f in self.diagnosis],
             "diagnosis_ms": None if self.diagnosis_ms is None else round(self.diagnosis_ms, 1),
             "environment": self.environment,
+            "timing": None if self.timing is None else self.timing.to_dict(),
         }
 
 

@@ -104,6 +104,27 @@ class EnvironmentOut(Open):
     sandbox: str | None = Field(None, description="the sandbox backend, e.g. bwrap or docker")
 
 
+class TimingOut(Open):
+    """Where a judgement's time went, in milliseconds: the parts add up to `total_ms`."""
+
+    queue_ms: float | None = Field(
+        None, description="from being queued (submitted or rejudged) to a worker's claim; "
+        "null when judged outside the queue")
+    preparation_ms: float = Field(
+        description="the tests' expected outputs, getting a sandbox, its start-up and "
+        "warm-up, the submission's module up to its first test")
+    tests_ms: float = Field(description="the tests' own time (the sum of their `time_ms`), "
+                            "compilation apart; of the part that took longest when the "
+                            "tests ran in two sandboxes at once")
+    compile_ms: float = Field(description="JAX compilation inside the submission's function "
+                              "(the sum of the tests' `compile_ms`)")
+    diagnosis_ms: float = Field(description="naming the mistake, after the verdict")
+    rerun_ms: float = Field(description="the run that met a time-out and was repeated")
+    other_ms: float = Field(description="what no part names: moving results out of the "
+                            "sandbox, comparing them, teardown, the worker's own work")
+    total_ms: float = Field(description="the sum of the parts")
+
+
 class ResultOut(Open):
     """The outcome of a judged submission (API.md: `result`)."""
 
@@ -116,6 +137,9 @@ class ResultOut(Open):
         description="what the mistake most likely is, most certain first; [] when unknown")
     environment: EnvironmentOut | None = Field(
         None, description="what judged it (absent from results stored before it was recorded)")
+    timing: TimingOut | None = Field(
+        None, description="where the time went (absent from results stored before it was "
+        "recorded)")
 
 
 class SubmissionOut(SubmissionSummary):

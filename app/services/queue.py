@@ -44,6 +44,16 @@ class Job:
     code: str
     worker: str
     started_at: datetime
+    # When it was submitted or rejudged: its queue wait ends at this claim.
+    queued_at: datetime | None = None
+
+    @property
+    def queue_ms(self) -> float:
+        """The wait from being queued to this claim (0 when unknown; two hosts' clocks may
+        disagree, never below 0)."""
+        if self.queued_at is None:
+            return 0.0
+        return max((self.started_at - self.queued_at).total_seconds() * 1000.0, 0.0)
 
 
 def announce(ctx: Context, *, queue: bool = False, submissions: tuple[int, ...] = ()) -> None:
@@ -88,7 +98,7 @@ def claim(ctx: Context, worker: str) -> Job | None:
         sub.started_at = now
         sub.progress = None
         job = Job(sub.id, sub.fence, sub.attempts, sub.version_id, sub.mode, sub.code, worker,
-                  now)
+                  now, sub.queued_at)
         notify_in(s, submissions=(sub.id,))
     announce(ctx, submissions=(job.submission_id,))
     if expired_from:

@@ -90,6 +90,9 @@ def _view(sub: Submission, slug: str, username: str, judgements: list[Judgement]
         out["progress"] = sub.progress if sub.status == "running" else None
         out["code"] = sub.code
         out["attempts"] = sub.attempts
+        # While it is judged: how long it waited for a worker (the live panel says so).
+        out["queue_ms"] = (max((sub.started_at - sub.queued_at).total_seconds() * 1000.0, 0.0)
+                           if sub.status == "running" and sub.started_at else None)
         out["judgements"] = [
             {"verdict": j.verdict, "score": {"passed": j.passed, "total": j.total},
              "version_id": j.version_id, "worker": j.worker, "attempts": j.attempts,

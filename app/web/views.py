@@ -224,6 +224,30 @@ def findings(result: dict[str, Any] | None) -> list[dict[str, Any]]:
     return out
 
 
+# The parts of a result's `timing`, in the order they happen, as the page names them.
+TIMING_PARTS = (("queue", "queue"), ("preparation", "preparation"), ("tests", "tests"),
+                ("compile", "compilation"), ("rerun", "rerun"), ("diagnosis", "diagnosis"),
+                ("other", "other"))
+
+
+def timing(result: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The result's `timing` as the breakdown line and bar show it: the parts that took any
+    time, each with its share of the total; None for results recorded without one."""
+    t = (result or {}).get("timing")
+    if not isinstance(t, dict) or not isinstance(t.get("total_ms"), int | float):
+        return None
+    total = float(t["total_ms"])
+    if total <= 0:
+        return None
+    parts = []
+    for key, words in TIMING_PARTS:
+        ms = t.get(f"{key}_ms")
+        if isinstance(ms, int | float) and ms >= 0.05:
+            parts.append({"key": key, "words": words, "text": fmt_ms(ms),
+                          "share": round(min(100.0 * ms / total, 100.0), 2)})
+    return {"total": fmt_ms(total), "queued": t.get("queue_ms") is not None, "parts": parts}
+
+
 def result_context(view: dict[str, Any], pending: list[str], wanted: str | None = None
                    ) -> dict[str, Any]:
     """Everything `_result.html` shows of a submission (the dict of submissions.get)."""
@@ -248,6 +272,8 @@ def result_context(view: dict[str, Any], pending: list[str], wanted: str | None 
         "stdout": (result or {}).get("stdout") or "",
         "stderr": (result or {}).get("stderr") or "",
         "wall_ms": (result or {}).get("wall_ms"),
+        "timing": timing(result),
+        "queue_ms": view.get("queue_ms") if status == "running" else None,
         "diagnosis": findings(result),
         "environment": (result or {}).get("environment") or None,
         "heatmap": hm,
