@@ -1,12 +1,14 @@
 from __future__ import annotations
 
 import os
+import shutil
 
 import pytest
 
 from judge.engine import judge
+from judge.kinds import kind_for, preload_for
 from judge.package import Package, load_package
-from judge.sandbox import BwrapConfig, BwrapSandbox, xla_cache
+from judge.sandbox import BwrapConfig, BwrapSandbox, SandboxPool, xla_cache
 from judge.verdicts import JudgeResult
 from tests.conftest import FIXTURES
 
@@ -41,3 +43,24 @@ def run(sandbox: BwrapSandbox, double: Package):
         return judge(double, code, sandbox, samples_only=samples_only)
 
     return _run
+
+
+@pytest.fixture(scope="module")
+def double_many(tmp_path_factory: pytest.TempPathFactory) -> Package:
+    """The double fixture with eight tests (splitting starts at six)."""
+    root = tmp_path_factory.mktemp("problems") / "double"
+    shutil.copytree(FIXTURES / "double", root)
+    shapes = [(2, 4), (3, 5), (4, 6), (5, 7), (6, 2)]
+    with (root / "problem.toml").open("a") as f:
+        for k, (n, m) in enumerate(shapes):
+            f.write(f'\n[[tests]]\nname = "more-{k}"\nkind = "hidden"\nseed = {10 + k}\n'
+                    f"params = {{ n = {n}, m = {m} }}\n")
+    return load_package(root)
+
+
+@pytest.fixture
+def pool(sandbox: BwrapSandbox, double_many: Package):
+    p = SandboxPool(sandbox, per_key=2, max_idle=4)
+    p.prewarm(kind_for(double_many, preload_for(["numpy"])), 512 << 20)
+    yield p
+    p.close()

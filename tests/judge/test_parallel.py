@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-import shutil
 import threading
 import time
 from pathlib import Path
@@ -13,9 +12,8 @@ import pytest
 from judge import wire
 from judge.engine import judge
 from judge.kinds import compiles_itself, kind_for, preload_for
-from judge.package import Package, load_package
 from judge.parallel import _shifted, cut, idle_sandboxes, merge
-from judge.sandbox import BwrapSandbox, SandboxPool
+from judge.sandbox import SandboxPool
 from judge.sandbox.job import Job, Kind
 from judge.verdicts import JudgeResult, TestResult, Verdict
 
@@ -101,27 +99,6 @@ def test_eager_jax_is_cut_from_two_tests_others_from_six():
     numpy = Job(Kind(), "import numpy as np\n", "f")
     assert idle_sandboxes(pool, numpy, 5) is None
     assert idle_sandboxes(pool, numpy, 6) is not None
-
-
-@pytest.fixture(scope="module")
-def double_many(tmp_path_factory: pytest.TempPathFactory) -> Package:
-    """The double fixture with eight tests (splitting starts at six)."""
-    root = tmp_path_factory.mktemp("problems") / "double"
-    shutil.copytree(FIXTURES / "double", root)
-    shapes = [(2, 4), (3, 5), (4, 6), (5, 7), (6, 2)]
-    with (root / "problem.toml").open("a") as f:
-        for k, (n, m) in enumerate(shapes):
-            f.write(f'\n[[tests]]\nname = "more-{k}"\nkind = "hidden"\nseed = {10 + k}\n'
-                    f"params = {{ n = {n}, m = {m} }}\n")
-    return load_package(root)
-
-
-@pytest.fixture
-def pool(sandbox: BwrapSandbox, double_many: Package):
-    p = SandboxPool(sandbox, per_key=2, max_idle=4)
-    p.prewarm(kind_for(double_many, preload_for(["numpy"])), 512 << 20)
-    yield p
-    p.close()
 
 
 def _ready_split(pool: SandboxPool) -> None:

@@ -8,7 +8,6 @@ import pytest
 from judge.engine import judge
 from judge.timing import _test_times
 from judge.verdicts import JudgeResult, TestResult, Timing, Verdict
-from tests.judge.test_parallel import double_many, pool  # noqa: F401 - fixtures, by name
 
 AC = "def double(x):\n    return (2 * x).reshape(-1)\n"
 WA = "def double(x):\n    return (2 * x + 1).reshape(-1)\n"
