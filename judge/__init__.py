@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from judge.engine import fill_compile_cache, judge
+    from judge.mutants.render import markdown as markdown_mutation_report
     from judge.mutants.render import render as render_mutation_report
     from judge.mutants.report import MutationReport, mutation_report
     from judge.package import SLUG_RE, Package, PackageError, discover, load_package
@@ -49,6 +50,7 @@ _FACE: dict[str, tuple[str, str]] = {
     "mutation_report": ("judge.mutants.report", "mutation_report"),
     "MutationReport": ("judge.mutants.report", "MutationReport"),
     "render_mutation_report": ("judge.mutants.render", "render"),
+    "markdown_mutation_report": ("judge.mutants.render", "markdown"),
     "prepare_problems": ("judge.startup", "prepare_problems"),
     "prepare_tests": ("judge.prepared", "prepare"),
     "PreparedTests": ("judge.prepared", "PreparedTests"),
@@ -72,6 +74,7 @@ _FACE: dict[str, tuple[str, str]] = {
 
 __all__ = ["judge", "fill_compile_cache", "validate_package", "Check", "Report",
            "mutation_report", "MutationReport", "render_mutation_report",
+           "markdown_mutation_report",
            "prepare_problems", "prepare_tests", "PreparedTests", "open_sandbox", "SandboxConfig",
            "SandboxUnavailable", "SandboxPool", "PoolFigures", "Package", "PackageError",
            "load_package", "discover", "SLUG_RE", "Verdict", "VERDICT_WORDS", "JudgeResult",

@@ -84,13 +84,21 @@ def problems_mutants(
     json_: Annotated[bool, typer.Option("--json", help="the report as JSON")] = False,
     killed: Annotated[bool, typer.Option("--killed/--no-killed", help="list the killed "
                                          "mutants too")] = True,
+    markdown: Annotated[bool, typer.Option("--markdown", help="as a section of "
+                                           "docs/mutants.md")] = False,
 ) -> None:
     """Every mutant of the reference (a classic mistake made on purpose) on every test: killed,
     survived, equivalent or accepted; the score; for each survivor, inputs that would kill it;
     the tolerance checked both ways (float16 must fail it) and the smallest margin."""
     import json
 
-    from judge import PackageError, load_package, mutation_report, render_mutation_report
+    from judge import (
+        PackageError,
+        load_package,
+        markdown_mutation_report,
+        mutation_report,
+        render_mutation_report,
+    )
 
     folder = Path(slug) if Path(slug).is_dir() else get_settings().problems_dir / slug
     if not (folder / "problem.toml").is_file():
@@ -102,6 +110,8 @@ def problems_mutants(
     report = mutation_report(package)
     if json_:
         typer.echo(json.dumps(report.to_json(), indent=2))
+    elif markdown:
+        typer.echo(markdown_mutation_report(report))
     else:
         typer.echo(render_mutation_report(report, all_killed=killed))
 

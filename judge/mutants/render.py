@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from judge.mutants.report import MutationReport
+from judge.mutants.report import MutantResult, MutationReport
 
 _ORDER = {"survived": 0, "accepted": 1, "equivalent": 2, "killed": 3}
 
@@ -23,10 +23,10 @@ def summary(report: MutationReport) -> str:
 
 def tolerance_lines(report: MutationReport) -> list[str]:
     low, closest = report.low, report.closest
-    word = "fails it: the tolerance is tight" if low.verdict == "WA" else \
-        "PASSES: the tolerance is too loose"
-    out = [f"{low.dtype} reference: {low.verdict} (worst {_times(low.worst)} the tolerance, "
-           f"on {low.test}): {word}"]
+    word = "the tolerance is tight" if low.verdict == "WA" else \
+        "it PASSES: the tolerance is too loose"
+    out = [f"the reference in {low.dtype}: {low.verdict}, at worst {_times(low.worst)} the "
+           f"tolerance (on {low.test}): {word}"]
     if closest is not None:
         out.append(f"smallest margin: {_times(closest.worst)} the tolerance "
                    f"({closest.mutant.title}, {closest.mutant.operator.name})")
@@ -59,3 +59,32 @@ def render(report: MutationReport, *, all_killed: bool = True) -> str:
         for c in r.suggested:
             lines.extend("    " + t for t in c.toml().splitlines())
     return "\n".join(lines)
+
+
+def markdown(report: MutationReport) -> str:
+    """The report as a section of docs/mutants.md: the figures, a row per operator, and the
+    mutants no test kills (equivalent, accepted) with why."""
+    r = report
+    operators: dict[str, list[MutantResult]] = {}
+    for x in r.results:
+        operators.setdefault(x.mutant.operator.name, []).append(x)
+    out = [f"### {r.problem}: score {r.score:.2f}", "",
+           f"{len(r.results)} mutants from {len(operators)} operators: "
+           f"{r.count('killed')} killed, {r.count('survived')} survived, "
+           f"{r.count('equivalent')} equivalent, {r.count('accepted')} accepted.",
+           *(f"{line[0].upper()}{line[1:]}." for line in tolerance_lines(r)), "",
+           "| operator | mutants | killed | equivalent | accepted | survived | weakest kill |",
+           "| --- | --- | --- | --- | --- | --- | --- |"]
+    for name, xs in operators.items():
+        counts = [sum(1 for x in xs if x.status == s)
+                  for s in ("killed", "equivalent", "accepted", "survived")]
+        kills = [x.worst for x in xs if x.status == "killed"]
+        weakest = _times(min(kills)) if kills else "-"
+        out.append(f"| `{name}` | {len(xs)} | " + " | ".join(map(str, counts))
+                   + f" | {weakest} |")
+    for status in ("survived", "equivalent", "accepted"):
+        xs = [x for x in r.results if x.status == status]
+        if xs:
+            out += ["", f"{status.capitalize()}:", ""]
+            out += [f"- {x.mutant.title} (`{x.mutant.id}`): {x.reason}" for x in xs]
+    return "\n".join(out)
