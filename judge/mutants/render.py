@@ -23,10 +23,14 @@ def summary(report: MutationReport) -> str:
 
 def tolerance_lines(report: MutationReport) -> list[str]:
     low, closest = report.low, report.closest
-    word = "the tolerance is tight" if low.verdict == "WA" else \
-        "it PASSES: the tolerance is too loose"
-    out = [f"the reference in {low.dtype}: {low.verdict}, at worst {_times(low.worst)} the "
-           f"tolerance (on {low.test}): {word}"]
+    if low.verdict == "RE":
+        out = [f"the reference in {low.dtype}: RE on {low.test} ({low.error[:200]}): the "
+               "tolerance is not proven tight"]
+    else:
+        word = "the tolerance is tight" if low.verdict == "WA" else \
+            "it PASSES: the tolerance is too loose"
+        out = [f"the reference in {low.dtype}: {low.verdict}, at worst {_times(low.worst)} "
+               f"the tolerance (on {low.test}): {word}"]
     if closest is not None:
         out.append(f"smallest margin: {_times(closest.worst)} the tolerance "
                    f"({closest.mutant.title}, {closest.mutant.operator.name})")

@@ -58,12 +58,14 @@ class MutantResult:
 
 @dataclass(frozen=True)
 class LowPrecision:
-    """The reference with its inputs narrowed: `verdict` WA is a tolerance tight enough."""
+    """The reference with its inputs narrowed: `verdict` WA is a tolerance tight enough; RE,
+    the reference cannot run in that precision (`error`), which proves nothing."""
 
     dtype: str
-    verdict: Literal["WA", "AC"]
+    verdict: Literal["WA", "AC", "RE"]
     worst: float  # the largest error, in tolerances
     test: str  # where
+    error: str = ""
 
 
 @dataclass
@@ -210,6 +212,10 @@ def low_precision(package: Package, expected: list[np.ndarray],
     for chosen in (firsts, order):
         outs = source_outputs(package, package.reference_source, [tests[i] for i in chosen],
                               precision=dtype, background=background)
+        failed = [(i, o) for i, o in zip(chosen, outs, strict=True) if isinstance(o, Failure)]
+        if failed:
+            i, o = failed[0]
+            return LowPrecision(dtype, "RE", float("inf"), tests[i].name, str(o))
         ratios = [ratio(o, expected[i], tol) for i, o in zip(chosen, outs, strict=True)]
         at = int(np.argmax(ratios))
         if ratios[at] > 1.0 or chosen is order:

@@ -139,3 +139,18 @@ reason = "the tests need not see it"
     assert not mutation.ok and survivor in mutation.detail and not report.ok
     assert checks["float16 reference fails the tolerance"].ok
     assert checks["reference"].ok  # the rest of validation still ran
+
+
+def test_a_reference_that_cannot_run_in_float16_proves_nothing(tmp_path: Path) -> None:
+    from judge.mutants.report import low_precision
+    from judge.trusted.expected import expected_outputs
+
+    path = _copy(tmp_path)
+    ref = path / "reference.py"
+    ref.write_text(ref.read_text().replace(
+        "    # site: the attention\n",
+        "    # site: the attention\n    assert x.dtype == np.float32, f'{x.dtype} inputs'\n"))
+    package = load_package(path)
+    low = low_precision(package, expected_outputs(package, package.tests))
+    assert (low.verdict, low.test, low.error) == ("RE", "sample-1",
+                                                  "AssertionError: float16 inputs")
