@@ -104,6 +104,19 @@ class Finding:
                 "tests": list(self.tests)}
 
 
+@dataclass(frozen=True)
+class Note:
+    """A fact about an accepted submission that its verdict does not depend on (its structure
+    differs from the asked-for one where the tests cannot see it); judge/diagnosis/notes.py."""
+
+    kind: Literal["structure"]
+    title: str
+    detail: str  # what differs, and why the tests cannot see it
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "title": self.title, "detail": self.detail}
+
+
 @dataclass
 class TestResult:
     """One test's outcome. `verdict` is None when the test was not run (an earlier test ended
@@ -175,6 +188,8 @@ class JudgeResult:
     diagnosis_ms: float | None = None
     # What judged it: problem_version, judge_version, libraries, sandbox (judge/engine.py).
     environment: dict[str, Any] = field(default_factory=dict)
+    # Facts an accepted result does not depend on (judge/diagnosis/notes.py).
+    notes: list[Note] = field(default_factory=list)
 
     @property
     def passed(self) -> int:
@@ -195,6 +210,7 @@ class JudgeResult:
             "diagnosis": [_clean_finding(f.to_dict()) for f in self.diagnosis],
             "diagnosis_ms": None if self.diagnosis_ms is None else round(self.diagnosis_ms, 1),
             "environment": self.environment,
+            "notes": [_clean_finding(n.to_dict()) for n in self.notes],
         }
 
 

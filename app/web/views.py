@@ -224,6 +224,12 @@ def findings(result: dict[str, Any] | None) -> list[dict[str, Any]]:
     return out
 
 
+def notes(result: dict[str, Any] | None) -> list[dict[str, str]]:
+    """The result's notes (facts an accepted verdict does not depend on), as stored."""
+    return [{"title": str(n["title"]), "detail": str(n.get("detail") or "")}
+            for n in (result or {}).get("notes") or [] if isinstance(n, dict) and n.get("title")]
+
+
 def result_context(view: dict[str, Any], pending: list[str], wanted: str | None = None
                    ) -> dict[str, Any]:
     """Everything `_result.html` shows of a submission (the dict of submissions.get)."""
@@ -249,6 +255,7 @@ def result_context(view: dict[str, Any], pending: list[str], wanted: str | None 
         "stderr": (result or {}).get("stderr") or "",
         "wall_ms": (result or {}).get("wall_ms"),
         "diagnosis": findings(result),
+        "notes": notes(result),
         "environment": (result or {}).get("environment") or None,
         "heatmap": hm,
         "heatmap_test": test,
