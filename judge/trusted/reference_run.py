@@ -1,9 +1,13 @@
 """Runs a package's reference on its tests, in its own process (`python -m
 judge.trusted.reference_run`, a JSON request on stdin), and stores each flat float64 output.
 
-An item may name another trusted file of the package (`module`, a packaged wrong answer: a
-known mistake). Such a file failing on a test is recorded (`<key>.failed`), not fatal: the
-mistake is then simply not known on that test."""
+An item may name another trusted file (`module`: a packaged wrong answer, a known mistake; or
+a mutant of the reference written to the cache, by absolute path). Such a file failing on a
+test is recorded (`<key>.failed`, "ExceptionType: message"), not fatal: the mistake is then
+simply not known on that test. An item may carry its own inputs (`spec`: JSON of `seed` and
+`params`, for inputs that are no test of the package) and a `precision` (`float16` or
+`bfloat16`: the float32 inputs, and a Flax model's variables, narrowed to it; the tolerance's
+check in the other direction)."""
 
 from __future__ import annotations
 
@@ -34,6 +38,44 @@ def widen(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: widen(v) for k, v in value.items()}
     return value
+
+
+def narrow(value: Any, dtype: Any) -> Any:
+    """float32 inputs as `dtype` (float16, or ml_dtypes' bfloat16 that JAX reads)."""
+    if isinstance(value, np.ndarray) and value.dtype == np.float32:
+        return value.astype(dtype)
+    if isinstance(value, dict):
+        return {k: narrow(v, dtype) for k, v in value.items()}
+    return value
+
+
+@contextlib.contextmanager
+def low_precision(name: str) -> Any:
+    """Flax models keep float32 parameters whatever their inputs are (`param_dtype`), and
+    promote to them: while this is open, `Module.apply` narrows the variables too, so the
+    layers compute in `name`."""
+    if "flax" not in sys.modules:
+        yield
+        return
+    import flax.linen as nn
+    import jax
+    import jax.numpy as jnp
+
+    dtype = jnp.dtype(name)
+    original = nn.Module.apply
+
+    def apply(self: Any, variables: Any, *args: Any, **kwargs: Any) -> Any:
+        def cast(a: Any) -> Any:
+            floating = hasattr(a, "dtype") and jnp.issubdtype(a.dtype, jnp.floating)
+            return a.astype(dtype) if floating else a
+        return original(self, jax.tree_util.tree_map(cast, variables),
+                        *jax.tree_util.tree_map(cast, args), **kwargs)
+
+    nn.Module.apply = apply  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        nn.Module.apply = original  # type: ignore[method-assign]
 
 
 def _lower_priority() -> None:
@@ -71,10 +113,19 @@ def main() -> None:
     by_name = {t.name: t for t in package.tests}
     out_dir = Path(request["out_dir"])
     for item in request["tests"]:
-        test = by_name[item["name"]]
-        args = package.generator.generate(test.seed, **test.params)
+        if item.get("spec"):
+            spec = json.loads(item["spec"])
+            args = package.generator.generate(spec["seed"], **spec["params"])
+        else:
+            test = by_name[item["name"]]
+            args = package.generator.generate(test.seed, **test.params)
         if float64:
             args = widen(args)
+        precision = item.get("precision")
+        if precision:
+            import ml_dtypes
+
+            args = narrow(args, np.dtype(getattr(ml_dtypes, precision, precision)))
         module = item.get("module")
         if module is None:
             entry = entry_of(None)
@@ -86,7 +137,9 @@ def main() -> None:
                        json.dumps(recorder.take()).encode())
         else:
             try:
-                flat = to_float64(entry_of(module)(**args))
+                entry = entry_of(module)  # imported first: low_precision looks for Flax
+                with low_precision(precision) if precision else contextlib.nullcontext():
+                    flat = to_float64(entry(**args))
             except Exception as e:  # noqa: BLE001 - a mistake may fail where it fails
                 _write(out_dir / f"{item['key']}.failed", f"{type(e).__name__}: {e}".encode())
                 continue

@@ -1,0 +1,147 @@
+"""Mutants' outputs: every mutant of a package's reference (judge/mutants/) run on tests in the
+judge's own trusted process, never in the sandbox, cached on disk by content hash.
+
+    mutant_outputs(package, tests, *, mutants=None, background=False) -> [MutantRun]
+    source_outputs(package, source, tests, *, precision=None, background=False) -> [Outcome]
+
+A `MutantRun` holds the `Mutant` and, per test in the order given, an `Outcome`: its flat
+float64 output (an `np.ndarray`), or the `Failure` it raised (exception type and message).
+`tests` may be the package's own or any others built from its generator (a `TestSpec` with
+any name, seed and params: the report's extra inputs and its search for killing inputs).
+`source_outputs` runs any trusted source the same way (a mutant, the reference itself, the
+reference with its inputs narrowed to `float16` or `bfloat16`: judge/trusted/reference_run.py).
+
+The cache key covers what the numbers depend on, as expected outputs' do
+(judge/trusted/expected.py `test_key`): the mutated source, the generator, the entry point,
+the test's seed and params, the library versions, and the precision. Outputs another thread
+is computing are waited for (`run_trusted`); `background` computes at low CPU priority.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from judge.mutants import Mutant
+from judge.mutants import mutants as all_mutants
+from judge.package import Package, TestSpec
+from judge.trusted.expected import cache_dir, run_trusted, test_key
+
+MESSAGE_MAX = 500  # characters of an error message kept
+
+
+@dataclass(frozen=True)
+class Failure:
+    """What a run raised: `type` is the exception's class name ("ValueError")."""
+
+    type: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.type}: {self.message}"
+
+
+Outcome = np.ndarray | Failure
+
+
+@dataclass(frozen=True)
+class MutantRun:
+    mutant: Mutant
+    outcomes: list[Outcome]  # per test, in the order asked for
+
+
+def mutant_outputs(package: Package, tests: list[TestSpec], *,
+                   mutants: list[Mutant] | None = None,
+                   background: bool = False) -> list[MutantRun]:
+    """Every mutant of the reference (or those given) with its outcome on each test; all of
+    them computed in one trusted process when any is missing, loaded from disk otherwise."""
+    chosen = all_mutants(package.reference_source) if mutants is None else mutants
+    key = (package.content_hash, tuple(m.id for m in chosen),
+           tuple(_spec(t) for t in tests))
+    with _LOCK:
+        if key in _MEMO:
+            _MEMO.move_to_end(key)
+            return _MEMO[key]
+    outcomes = _outcomes(package, [m.source for m in chosen], tests, None, background)
+    runs = [MutantRun(m, o) for m, o in zip(chosen, outcomes, strict=True)]
+    with _LOCK:
+        _MEMO[key] = runs
+        while len(_MEMO) > 16:
+            _MEMO.popitem(last=False)
+    return runs
+
+
+def source_outputs(package: Package, source: str, tests: list[TestSpec], *,
+                   precision: str | None = None, background: bool = False) -> list[Outcome]:
+    """One trusted source's outcome on each test (`precision`: `float16` or `bfloat16`, its
+    float32 inputs, and a Flax model's variables, narrowed to it)."""
+    return _outcomes(package, [source], tests, precision, background)[0]
+
+
+_MEMO: OrderedDict[tuple[str, tuple[str, ...], tuple[str, ...]], list[MutantRun]] = \
+    OrderedDict()
+_LOCK = threading.Lock()
+
+
+def _spec(test: TestSpec) -> str:
+    return json.dumps({"seed": test.seed, "params": test.params}, sort_keys=True)
+
+
+def _key(package: Package, source: str, test: TestSpec, precision: str | None) -> str:
+    base = test_key(package, test, source=source)
+    if precision is None:
+        return base
+    return hashlib.sha256(f"{base}\0{precision}".encode()).hexdigest()
+
+
+def _outcomes(package: Package, sources: list[str], tests: list[TestSpec],
+              precision: str | None, background: bool) -> list[list[Outcome]]:
+    d = cache_dir()
+    keys = [[_key(package, s, t, precision) for t in tests] for s in sources]
+    todo: list[dict[str, str]] = []
+    for source, ks in zip(sources, keys, strict=True):
+        file: Path | None = None
+        for t, k in zip(tests, ks, strict=True):
+            if (d / f"{k}.npy").is_file() or (d / f"{k}.failed").is_file():
+                continue
+            file = file or _source_file(d, source)
+            item = {"name": t.name, "key": k, "module": str(file), "spec": _spec(t)}
+            if precision is not None:
+                item["precision"] = precision
+            todo.append(item)
+    if todo:
+        run_trusted(package, todo, False, d, background=background)
+    return [[_load(d, k) for k in ks] for ks in keys]
+
+
+def _source_file(d: Path, source: str) -> Path:
+    """The source as a file the trusted process imports (named by its hash: written once)."""
+    folder = d / "sources"
+    folder.mkdir(exist_ok=True)
+    path = folder / f"{hashlib.sha256(source.encode()).hexdigest()[:32]}.py"
+    if not path.is_file():
+        fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(source)
+        os.replace(tmp, path)
+    return path
+
+
+def _load(d: Path, key: str) -> Outcome:
+    npy = d / f"{key}.npy"
+    if npy.is_file():
+        return np.load(npy, allow_pickle=False)
+    failed = d / f"{key}.failed"
+    if failed.is_file():
+        kind, _, message = failed.read_text(encoding="utf-8", errors="replace").partition(": ")
+        return Failure(kind, message[:MESSAGE_MAX])
+    # run_trusted returns only once every key is stored or the process failed (raised).
+    raise FileNotFoundError(f"no trusted outcome stored for {key}")
