@@ -26,6 +26,7 @@ CLOSE = 0.5
 _EXCEPTION = re.compile(r"^(?:[A-Za-z_][\w]*\.)*([A-Za-z_]\w*(?:Error|Exception))\b:?\s*(.*)",
                         re.DOTALL)
 _NUMBER = re.compile(r"\d+")
+_TUPLE = re.compile(r"\((\d+(?:\s*,\s*\d+)+)\s*,?\s*\)")
 
 
 @dataclass(frozen=True)
@@ -36,7 +37,7 @@ class Seen:
     verdict: Verdict
     output: np.ndarray | None  # the submission's flat output, when it gave one
     expected: np.ndarray
-    message: str  # the error's line, for RE
+    message: str  # the error's line (RE), what is wrong with an output it could not keep (WA)
     sizes: frozenset[int]  # the test's integer parameters' values
 
 
@@ -78,8 +79,12 @@ def _fits(run: MutantRun, seen: list[tuple[int, Seen]], tol: Tolerance) -> float
             if mutant_fails:
                 return None
             continue
-        if s.verdict is not Verdict.WA or s.output is None or not mutant_fails:
+        if s.verdict is not Verdict.WA or not mutant_fails:
             return None
+        if s.output is None:  # an output of another size: the judge keeps only its size
+            if outcome.size == s.expected.size or f"has {outcome.size} elements" not in s.message:
+                return None
+            continue
         d = distance(s.output, outcome, tol)
         if d is None or d > CLOSE:
             return None
@@ -89,21 +94,31 @@ def _fits(run: MutantRun, seen: list[tuple[int, Seen]], tol: Tolerance) -> float
 
 def same_way(message: str, failure: Failure, sizes: frozenset[int]) -> bool:
     """Whether the submission's error is the mutant's: the same exception with a message of
-    the same shape (its numbers aside); or, from another library (NumPy's ValueError is
-    PyTorch's RuntimeError), a message quoting at least two of the test's sizes that the
-    mutant's quotes too (T_src where T_tgt belongs: both name the two lengths)."""
+    the same shape (its numbers aside). From another library (NumPy's ValueError is JAX's
+    TypeError and PyTorch's RuntimeError): the same array shapes quoted, where both quote
+    shapes; else at least two of the test's sizes quoted by both (PyTorch names the two
+    clashing sizes alone: T_src where T_tgt belongs)."""
     m = _EXCEPTION.match(message.strip())
     if m is None:
         return False
     kind, text = m.group(1), m.group(2)
-    if kind == failure.type and _shape(text) == _shape(failure.message):
-        return True
+    if kind == failure.type:
+        return _shape(text) == _shape(failure.message)
+    ours, theirs = _tuples(text), _tuples(failure.message)
+    if ours and theirs:
+        return ours == theirs
     common = _numbers(text) & _numbers(failure.message) & sizes - {0, 1}
     return len(common) >= 2
 
 
 def _shape(text: str) -> str:
     return _NUMBER.sub("#", text.strip().splitlines()[0] if text.strip() else "")
+
+
+def _tuples(text: str) -> set[tuple[int, ...]]:
+    """The shapes of two dimensions or more a message quotes: (2,4,16), (2, 4, 16)."""
+    return {tuple(int(n) for n in t.split(",") if n.strip())
+            for t in _TUPLE.findall(text[:2000])}
 
 
 def _numbers(text: str) -> set[int]:

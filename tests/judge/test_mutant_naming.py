@@ -87,16 +87,35 @@ def test_a_runtime_error_is_named_when_the_mutant_raises_it_the_same_way():
     runs = [_run(RESIDUAL_DROPPED, "the decoder input", [WANT, numpy])]
     for message in ["ValueError: operands could not be broadcast together with shapes "
                     "(3,7,24) (9,24)",  # the same error, other sizes
+                    "TypeError: add got incompatible shapes for broadcasting: (2, 4, 16), "
+                    "(5, 16).",  # JAX's words for it
                     "RuntimeError: The size of tensor a (4) must match the size of tensor b "
-                    "(5) at non-singleton dimension 1"]:  # PyTorch's words for it
+                    "(5) at non-singleton dimension 1"]:  # PyTorch's
         seen = _seen([(Verdict.AC, WANT, ""), (Verdict.RE, None, message)])
         assert len(name_by_mutants(runs, seen, TOL)) == 1, message
     for message in ["ValueError: too many values to unpack (expected 3)",
+                    "ValueError: operands could not be broadcast together with shapes "
+                    "(2,4,16) (2,5,16)",  # another clash: the shapes say so
+                    "TypeError: add got incompatible shapes for broadcasting: (2, 4, 16), "
+                    "(2, 5, 16).",
                     "RuntimeError: mat1 and mat2 shapes cannot be multiplied (8x3 and 8x2)",
                     "IndexError: index out of range in self"]:
         seen = _seen([(Verdict.AC, WANT, ""), (Verdict.RE, None, message)])
         assert name_by_mutants(runs, seen, TOL) == [], message
     assert not same_way("the process was killed by SIGKILL", numpy, frozenset({4, 5}))
+
+
+def test_an_output_of_another_size_is_matched_by_its_size():
+    """T_tgt == 1 broadcasts against T_src positions: no error, an output of another size,
+    of which the judge keeps only the size."""
+    numpy = Failure("ValueError", "operands could not be broadcast together with shapes "
+                                  "(2,4,16) (5,16)")
+    runs = [_run(RESIDUAL_DROPPED, "the decoder input", [np.zeros(5), numpy])]
+    said = "the output has {} elements, the expected output has 3"
+    message = "ValueError: operands could not be broadcast together with shapes (3,7,24) (9,24)"
+    for size, named in ((5, True), (6, False)):
+        seen = _seen([(Verdict.WA, None, said.format(size)), (Verdict.RE, None, message)])
+        assert bool(name_by_mutants(runs, seen, TOL)) is named
 
 
 def test_packaged_mistakes_keep_precedence(monkeypatch: pytest.MonkeyPatch):
@@ -127,6 +146,9 @@ def _learner_seen(package: Package, outcomes: list[Outcome]) -> list[tuple[int, 
                           if isinstance(v, int) and not isinstance(v, bool))
         if isinstance(o, Failure):
             out.append((i, Seen(t.name, Verdict.RE, None, e, str(o), sizes)))
+        elif o.size != e.size:  # the judge keeps no output of another size, only its size
+            message = f"the output has {o.size} elements, the expected output has {e.size}"
+            out.append((i, Seen(t.name, Verdict.WA, None, e, message, sizes)))
         else:
             verdict = Verdict.WA if wrong(o, e, package.manifest.tolerance) else Verdict.AC
             out.append((i, Seen(t.name, verdict, o, e, "", sizes)))
