@@ -93,22 +93,23 @@ def _fits(run: MutantRun, seen: list[tuple[int, Seen]], tol: Tolerance) -> float
 
 
 def same_way(message: str, failure: Failure, sizes: frozenset[int]) -> bool:
-    """Whether the submission's error is the mutant's: the same exception with a message of
-    the same shape (its numbers aside). From another library (NumPy's ValueError is JAX's
-    TypeError and PyTorch's RuntimeError): the same array shapes quoted, where both quote
-    shapes; else at least two of the test's sizes quoted by both (PyTorch names the two
-    clashing sizes alone: T_src where T_tgt belongs)."""
+    """Whether the submission's error is the mutant's on the same test. Where both messages
+    quote array shapes (NumPy's ValueError and JAX's TypeError on a broadcast), the same
+    shapes, leading 1s aside (a broadcast adds them); where neither does, the same exception
+    with a message of the same shape, numbers aside; where only the mutant's does, an error
+    of another library quoting at least two of the test's sizes the mutant's quotes too
+    (PyTorch's RuntimeError names the two clashing sizes alone: T_src where T_tgt belongs)."""
     m = _EXCEPTION.match(message.strip())
     if m is None:
         return False
     kind, text = m.group(1), m.group(2)
-    if kind == failure.type:
-        return _shape(text) == _shape(failure.message)
     ours, theirs = _tuples(text), _tuples(failure.message)
     if ours and theirs:
         return ours == theirs
+    if not ours and not theirs:
+        return kind == failure.type and _shape(text) == _shape(failure.message)
     common = _numbers(text) & _numbers(failure.message) & sizes - {0, 1}
-    return len(common) >= 2
+    return kind != failure.type and len(common) >= 2
 
 
 def _shape(text: str) -> str:
@@ -116,9 +117,15 @@ def _shape(text: str) -> str:
 
 
 def _tuples(text: str) -> set[tuple[int, ...]]:
-    """The shapes of two dimensions or more a message quotes: (2,4,16), (2, 4, 16)."""
-    return {tuple(int(n) for n in t.split(",") if n.strip())
-            for t in _TUPLE.findall(text[:2000])}
+    """The shapes of two dimensions or more a message quotes ((2,4,16), (2, 4, 16)), with
+    their leading 1s dropped."""
+    out = set()
+    for t in _TUPLE.findall(text[:2000]):
+        dims = [int(n) for n in t.split(",") if n.strip()]
+        while len(dims) > 1 and dims[0] == 1:
+            dims.pop(0)
+        out.add(tuple(dims))
+    return out
 
 
 def _numbers(text: str) -> set[int]:
