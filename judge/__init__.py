@@ -2,6 +2,7 @@
 
     judge(package, code, sandbox, ...)       judge a submission -> JudgeResult
     validate_package(path, sandbox, ...)     a package proves its own claims -> Report
+    mutation_report(package)                 how strong its tests are -> MutationReport
     prepare_problems(pool, packages, stop)   the start-up work, before the first submission
     prepare_tests(package, samples_only)     the selected tests' inputs and expected outputs
     open_sandbox(SandboxConfig(...))         the configured sandbox, pooled or fresh
@@ -20,6 +21,9 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from judge.engine import fill_compile_cache, judge
+    from judge.mutants.render import markdown as markdown_mutation_report
+    from judge.mutants.render import render as render_mutation_report
+    from judge.mutants.report import MutationReport, mutation_report
     from judge.package import SLUG_RE, Package, PackageError, discover, load_package
     from judge.parallel import cut
     from judge.prepared import PreparedTests
@@ -43,6 +47,10 @@ _FACE: dict[str, tuple[str, str]] = {
     "validate_package": ("judge.validate", "validate"),
     "Check": ("judge.validate", "Check"),
     "Report": ("judge.validate", "Report"),
+    "mutation_report": ("judge.mutants.report", "mutation_report"),
+    "MutationReport": ("judge.mutants.report", "MutationReport"),
+    "render_mutation_report": ("judge.mutants.render", "render"),
+    "markdown_mutation_report": ("judge.mutants.render", "markdown"),
     "prepare_problems": ("judge.startup", "prepare_problems"),
     "prepare_tests": ("judge.prepared", "prepare"),
     "PreparedTests": ("judge.prepared", "PreparedTests"),
@@ -65,6 +73,8 @@ _FACE: dict[str, tuple[str, str]] = {
 }
 
 __all__ = ["judge", "fill_compile_cache", "validate_package", "Check", "Report",
+           "mutation_report", "MutationReport", "render_mutation_report",
+           "markdown_mutation_report",
            "prepare_problems", "prepare_tests", "PreparedTests", "open_sandbox", "SandboxConfig",
            "SandboxUnavailable", "SandboxPool", "PoolFigures", "Package", "PackageError",
            "load_package", "discover", "SLUG_RE", "Verdict", "VERDICT_WORDS", "JudgeResult",

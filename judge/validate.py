@@ -1,7 +1,10 @@
 """Package verification: the package proves its own claims.
 
 Every expected output is finite; the float32 reference stays within the tolerance of a
-float64 run (so the tolerance is not tighter than honest float32 arithmetic); the reference
+float64 run (so the tolerance is not tighter than honest float32 arithmetic), and the reference
+in float16 (bfloat16 for JAX and Flax) fails it (so it is not looser than that); every mutant of
+the reference is killed by a test, equivalent, or accepted with a reason (the mutation report,
+judge/mutants/report.py); the reference
 passes its own tests in the sandbox; every packaged submission gets its folder's verdict; every
 wrong answer (without the comment line that names it) is named first by its own known
 mistake, and no accepted one gets a finding, nor would even if all its tests had failed.
@@ -18,6 +21,8 @@ import numpy as np
 
 from judge.diagnosis.mistakes import Observed, name_mistakes
 from judge.engine import fill_compile_cache, judge
+from judge.mutants.render import summary, tolerance_lines
+from judge.mutants.report import MutationReport, mutation_report
 from judge.package import Package, PackageError, load_package
 from judge.sandbox.base import Backend
 from judge.sandbox.pool import SandboxPool
@@ -38,6 +43,7 @@ class Report:
     path: Path
     slug: str | None = None
     checks: list[Check] = field(default_factory=list)
+    mutation: MutationReport | None = None
 
     @property
     def ok(self) -> bool:
@@ -103,6 +109,13 @@ def validate(
          + (f"; failed: {', '.join(unknown[:5])}" if unknown else ""))
 
     try:
+        mutation = report.mutation = mutation_report(package)
+    except Exception as e:  # noqa: BLE001
+        note("mutants run", False, str(e))
+        return report
+    _note_mutation(mutation, note)
+
+    try:
         fill_compile_cache(package, sandbox)
     except Exception as e:  # noqa: BLE001 - only slower without it
         note("compilation cache", True, f"not filled: {e}")
@@ -149,6 +162,22 @@ def validate(
                     detail += f"; its outputs would be taken for {close[0].title!r}"
             note(label, ok, detail)
     return report
+
+
+def _note_mutation(mutation: MutationReport, note: Callable[[str, bool, str], None]) -> None:
+    survivors = [r for r in mutation.results if r.status == "survived"]
+    detail = summary(mutation)
+    if survivors:
+        detail += "; survived: " + "; ".join(f"{r.mutant.id} {r.mutant.title}"
+                                             for r in survivors[:5])
+    if mutation.stale:
+        detail += "; accepted in problem.toml but no such mutant is left alive: " \
+            + ", ".join(mutation.stale)
+    note("every mutant killed, equivalent or accepted", not survivors and not mutation.stale,
+         detail)
+    low = mutation.low
+    note(f"{low.dtype} reference fails the tolerance", low.verdict == "WA",
+         "; ".join(tolerance_lines(mutation)))
 
 
 def _unnamed(code: str, expected: Verdict) -> str:

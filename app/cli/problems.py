@@ -68,9 +68,52 @@ def problems_validate(
         typer.echo(f"{p}")
         report = validate_package(p, sandbox, parallel=parallel, progress=show)
         failed += not report.ok
+        if report.mutation is not None and report.mutation.suggested:
+            from judge import render_mutation_report
+
+            # The survivors and the tests that would kill them (`problems mutants SLUG`).
+            typer.echo(render_mutation_report(report.mutation, all_killed=False))
         typer.echo(f"  => {'valid' if report.ok else 'INVALID'}")
     if failed:
         fail(f"{failed} of {len(paths)} packages invalid", 1)
+
+
+@problems_cli.command("mutants")
+def problems_mutants(
+    slug: Annotated[str, typer.Argument(help="a bundled problem's slug, or a package folder")],
+    json_: Annotated[bool, typer.Option("--json", help="the report as JSON")] = False,
+    killed: Annotated[bool, typer.Option("--killed/--no-killed", help="list the killed "
+                                         "mutants too")] = True,
+    markdown: Annotated[bool, typer.Option("--markdown", help="as a section of "
+                                           "docs/mutants.md")] = False,
+) -> None:
+    """Every mutant of the reference (a classic mistake made on purpose) on every test: killed,
+    survived, equivalent or accepted; the score; for each survivor, inputs that would kill it;
+    the tolerance checked both ways (float16 must fail it) and the smallest margin."""
+    import json
+
+    from judge import (
+        PackageError,
+        load_package,
+        markdown_mutation_report,
+        mutation_report,
+        render_mutation_report,
+    )
+
+    folder = Path(slug) if Path(slug).is_dir() else get_settings().problems_dir / slug
+    if not (folder / "problem.toml").is_file():
+        fail(f"no problem {slug!r} (a bundled slug or a package folder)")
+    try:
+        package = load_package(folder)
+    except PackageError as e:
+        fail(str(e))
+    report = mutation_report(package)
+    if json_:
+        typer.echo(json.dumps(report.to_json(), indent=2))
+    elif markdown:
+        typer.echo(markdown_mutation_report(report))
+    else:
+        typer.echo(render_mutation_report(report, all_killed=killed))
 
 
 @problems_cli.command("add")

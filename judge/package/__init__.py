@@ -16,9 +16,11 @@ from judge.package.manifest import (
     FRAMEWORKS,
     IDENT_RE,
     SLUG_RE,
+    AcceptedMutant,
     Limits,
     Manifest,
     Mistake,
+    Mutants,
     Probe,
     SizeMixup,
     TestSpec,
@@ -27,6 +29,7 @@ from judge.package.manifest import (
 
 __all__ = [
     "FRAMEWORKS",
+    "AcceptedMutant",
     "IDENT_RE",
     "MISTAKES_FILE",
     "SLUG_RE",
@@ -34,6 +37,7 @@ __all__ = [
     "Limits",
     "Manifest",
     "Mistake",
+    "Mutants",
     "Package",
     "PackageError",
     "Probe",

@@ -83,6 +83,31 @@ class Probe(BaseModel):
         return self
 
 
+class AcceptedMutant(BaseModel):
+    """A mutant of the reference the tests are allowed not to kill, and why (the mutation
+    report, judge/mutants/report.py: validation fails while one survives unaccepted)."""
+
+    model_config = ConfigDict(extra="forbid")
+    id: str = Field(pattern=r"^[0-9a-f]{16}$", description="the mutant's id in the report")
+    title: str = Field("", max_length=160, description="its title, for the reader of the file")
+    reason: str = Field(min_length=1, description="why no test need kill it")
+
+
+class Mutants(BaseModel):
+    """`[mutants]`: what the mutation report needs to know of the problem."""
+
+    model_config = ConfigDict(extra="forbid")
+    accepted: list[AcceptedMutant] = Field(default_factory=list)
+
+    @field_validator("accepted")
+    @classmethod
+    def _once(cls, v: list[AcceptedMutant]) -> list[AcceptedMutant]:
+        ids = [a.id for a in v]
+        for dup in sorted({i for i in ids if ids.count(i) > 1}):
+            raise ValueError(f"mutant {dup} is accepted twice")
+        return v
+
+
 class Manifest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     slug: Slug
@@ -98,6 +123,7 @@ class Manifest(BaseModel):
     tests: list[TestSpec] = Field(min_length=1)
     size_mixups: list[SizeMixup] = Field(default_factory=list)
     probes: list[Probe] = Field(default_factory=list)
+    mutants: Mutants = Field(default_factory=Mutants)
 
     @model_validator(mode="after")
     def _mixups_name_sizes(self) -> Manifest:

@@ -26,6 +26,7 @@ import tempfile
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -63,7 +64,7 @@ def mutant_outputs(package: Package, tests: list[TestSpec], *,
                    background: bool = False) -> list[MutantRun]:
     """Every mutant of the reference (or those given) with its outcome on each test; all of
     them computed in one trusted process when any is missing, loaded from disk otherwise."""
-    chosen = all_mutants(package.reference_source) if mutants is None else mutants
+    chosen = _reference_mutants(package.reference_source) if mutants is None else mutants
     key = (package.content_hash, tuple(m.id for m in chosen),
            tuple(_spec(t) for t in tests))
     with _LOCK:
@@ -89,6 +90,12 @@ def source_outputs(package: Package, source: str, tests: list[TestSpec], *,
 _MEMO: OrderedDict[tuple[str, tuple[str, ...], tuple[str, ...]], list[MutantRun]] = \
     OrderedDict()
 _LOCK = threading.Lock()
+
+
+@lru_cache(maxsize=16)
+def _reference_mutants(source: str) -> list[Mutant]:
+    """Parsing and rewriting a reference takes a good part of a second: once per source."""
+    return all_mutants(source)
 
 
 def _spec(test: TestSpec) -> str:

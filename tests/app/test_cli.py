@@ -168,3 +168,20 @@ def test_judge_opens_the_configured_sandbox(run, tmp_path, monkeypatch):
     get_settings.cache_clear()
     out = run("judge", "--problem", "double", str(f), code=2)
     assert "no-bwrap" in out and "was not found" in out
+
+
+def test_problems_mutants(run, tmp_path):
+    """`problems mutants` on a package folder: the report in words, and as JSON."""
+    from tests.conftest import FIXTURES
+
+    folder = str(FIXTURES.parent / "mutation" / "norm-attention")
+    out = json.loads(run("problems", "mutants", folder, "--json"))
+    assert set(out) == {"problem", "score", "mutants", "float16", "margin"}
+    assert out["problem"] == "norm-attention" and out["float16"]["verdict"] == "WA"
+    survivors = [m for m in out["mutants"] if m["status"] == "survived"]
+    assert out["score"] < 1 and survivors
+    text = run("problems", "mutants", folder, "--no-killed")
+    assert text.startswith(f"norm-attention: score {out['score']:.2f}")
+    assert all(m["id"] in text for m in survivors) and "[[tests]]" in text
+    assert "killed     " not in text
+    run("problems", "mutants", "no-such-problem", code=2)
