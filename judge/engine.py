@@ -18,6 +18,7 @@ import numpy as np
 
 from judge import pysource, wire
 from judge.diagnosis.diagnose import Case, diagnose
+from judge.diagnosis.notes import structure_notes
 from judge.interpret import interpret, test_from_frame
 from judge.kinds import job_for, kinds_for
 from judge.package import Package
@@ -78,8 +79,9 @@ def judge(
     the returned result is the authority. `split`: a pool may judge a Submit in two idle
     sandboxes at once (the caller says no when other submissions are waiting: the second
     sandbox would be taken from them). A result that is not AC carries its diagnosis (with
-    `probes`, the package's property probes run the submission once more); every result
-    says what judged it (`environment`) and where its time went (`timing`)."""
+    `probes`, the package's property probes run the submission once more), an accepted one
+    its notes (judge/diagnosis/notes.py); every result says what judged it (`environment`)
+    and where its time went (`timing`)."""
     t0 = time.monotonic()
     watch = Stopwatch()
     pool = SandboxPool.around(sandbox)
@@ -87,6 +89,11 @@ def judge(
                     split=split, watch=watch)
     watch.judged()
     result.environment = environment(package, pool)
+    if result.verdict is Verdict.AC:
+        try:
+            result.notes = structure_notes(package, prepare(package, samples_only).tests, result)
+        except Exception:  # noqa: BLE001 - a note never turns a verdict into an error
+            log.exception("noting the structure of a submission to %s failed", package.slug)
     if result.verdict not in (Verdict.AC, Verdict.CE, Verdict.IE):
         t1 = time.monotonic()
         try:

@@ -12,7 +12,7 @@ from judge.package import Package
 from judge.sandbox.job import Kind
 from judge.sandbox.pool import SandboxPool
 from judge.trusted.expected import expected_outputs
-from judge.trusted.known_mistakes import bank
+from judge.trusted.known_mistakes import bank, prepare_mutant_banks
 
 # The records keep the logger name they had while this lived in the workers (app.worker).
 log = logging.getLogger("tensorjudge.worker")
@@ -39,6 +39,7 @@ def prepare_problems(pool: SandboxPool, packages: list[Package],
         if not _prepare_kind(pool, package, kind, stopping):
             return
     log.info("sandboxes prepared", extra={"problems": len(packages)})
+    prepare_mutant_banks(packages, stopping)  # last: only a wrong answer's naming needs them
 
 
 def _prepare_kind(pool: SandboxPool, package: Package, kind: Kind,

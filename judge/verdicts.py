@@ -104,6 +104,19 @@ class Finding:
                 "tests": list(self.tests)}
 
 
+@dataclass(frozen=True)
+class Note:
+    """A fact about an accepted submission that its verdict does not depend on (its structure
+    differs from the asked-for one where the tests cannot see it); judge/diagnosis/notes.py."""
+
+    kind: Literal["structure"]
+    title: str
+    detail: str  # what differs, and why the tests cannot see it
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "title": self.title, "detail": self.detail}
+
+
 @dataclass
 class TestResult:
     """One test's outcome. `verdict` is None when the test was not run (an earlier test ended
@@ -206,6 +219,8 @@ class JudgeResult:
     environment: dict[str, Any] = field(default_factory=dict)
     # Where the time went (queue, preparation, tests, compilation, diagnosis, reruns).
     timing: Timing | None = None
+    # Facts an accepted result does not depend on (judge/diagnosis/notes.py).
+    notes: list[Note] = field(default_factory=list)
 
     @property
     def passed(self) -> int:
@@ -227,6 +242,7 @@ class JudgeResult:
             "diagnosis_ms": None if self.diagnosis_ms is None else round(self.diagnosis_ms, 1),
             "environment": self.environment,
             "timing": None if self.timing is None else self.timing.to_dict(),
+            "notes": [_clean_finding(n.to_dict()) for n in self.notes],
         }
 
 

@@ -92,6 +92,16 @@ class FindingOut(Open):
     tests: list[str] = Field(description="names of the tests it explains")
 
 
+class NoteOut(Open):
+    """A fact an accepted result does not depend on. Notes never change a verdict."""
+
+    kind: Literal["structure"] = Field(
+        description="structure: the submission's parameters differ from the asked-for ones "
+        "where the tests cannot see it (a Flax model without biases, say)")
+    title: str = Field(description="one line saying what differs")
+    detail: str = Field(description="what differs, and why the tests cannot see it")
+
+
 class EnvironmentOut(Open):
     """What judged a result, to reproduce it."""
 
@@ -140,6 +150,10 @@ class ResultOut(Open):
     timing: TimingOut | None = Field(
         None, description="where the time went (absent from results stored before it was "
         "recorded)")
+    notes: list[NoteOut] = Field(
+        default_factory=list,
+        description="facts the verdict does not depend on, e.g. an accepted solution whose "
+        "structure differs from the asked-for one; [] when there are none")
 
 
 class SubmissionOut(SubmissionSummary):

@@ -248,6 +248,12 @@ def timing(result: dict[str, Any] | None) -> dict[str, Any] | None:
     return {"total": fmt_ms(total), "queued": t.get("queue_ms") is not None, "parts": parts}
 
 
+def notes(result: dict[str, Any] | None) -> list[dict[str, str]]:
+    """The result's notes (facts an accepted verdict does not depend on), as stored."""
+    return [{"title": str(n["title"]), "detail": str(n.get("detail") or "")}
+            for n in (result or {}).get("notes") or [] if isinstance(n, dict) and n.get("title")]
+
+
 def result_context(view: dict[str, Any], pending: list[str], wanted: str | None = None
                    ) -> dict[str, Any]:
     """Everything `_result.html` shows of a submission (the dict of submissions.get)."""
@@ -275,6 +281,7 @@ def result_context(view: dict[str, Any], pending: list[str], wanted: str | None 
         "timing": timing(result),
         "queue_ms": view.get("queue_ms") if status == "running" else None,
         "diagnosis": findings(result),
+        "notes": notes(result),
         "environment": (result or {}).get("environment") or None,
         "heatmap": hm,
         "heatmap_test": test,

@@ -14,16 +14,22 @@ from collections.abc import Callable
 from judge.compare import hints
 from judge.diagnosis.case import Case
 from judge.diagnosis.mistakes import Observed, name_mistakes
+from judge.diagnosis.mutant_names import Seen, name_by_mutants
 from judge.diagnosis.params import parameters
 from judge.diagnosis.probes import probe_findings
 from judge.diagnosis.size_mixups import size_mixups
-from judge.trusted.known_mistakes import KnownMistake, bank
+from judge.trusted.known_mistakes import KnownMistake, bank, mutant_bank
 from judge.verdicts import Finding, Verdict
 
 log = logging.getLogger(__name__)
 
 
 def known_mistakes(case: Case) -> list[Finding]:
+    """The packaged wrong answers' names first; where none fits, the reference's mutants'."""
+    return packaged_mistakes(case) or mutant_mistakes(case)
+
+
+def packaged_mistakes(case: Case) -> list[Finding]:
     observed = [Observed(spec.name, t.verdict is not Verdict.AC, t.output, want)
                 for spec, t, want in zip(case.tests, case.result.tests, case.expected,
                                          strict=True)
@@ -36,6 +42,26 @@ def known_mistakes(case: Case) -> list[Finding]:
     known = [KnownMistake(m.file, m.mistake, [m.outputs[i] for i in ran])
              for m in bank(case.package, case.tests)]
     return name_mistakes(known, observed, case.tol)
+
+
+def mutant_mistakes(case: Case) -> list[Finding]:
+    """The one mutant of the reference the submission behaves like, on every test that ran
+    (outputs or errors); nothing while the mutants' outcomes are still being computed."""
+    runs = mutant_bank(case.package)
+    if runs is None:
+        return []
+    index = {t.name: i for i, t in enumerate(case.package.tests)}
+    seen: list[tuple[int, Seen]] = []
+    for spec, t, want in zip(case.tests, case.result.tests, case.expected, strict=True):
+        if t.verdict is None:
+            continue
+        if spec.name not in index:
+            return []
+        sizes = frozenset(v for v in spec.params.values()
+                          if isinstance(v, int) and not isinstance(v, bool))
+        seen.append((index[spec.name], Seen(spec.name, t.verdict, t.output, want,
+                                            t.message or "", sizes)))
+    return name_by_mutants(runs, seen, case.tol)
 
 
 _NUMERIC: dict[str, tuple[str, str]] = {

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from judge.mutants import activation, attention, inputs, layernorm, residual, wiring
+from judge.mutants import activation, attention, inputs, layernorm, memory, residual, wiring
 from judge.mutants.code import Code, Rule
 from judge.mutants.model import FRAMEWORKS, Mutant, Operator
 
 RULES: list[Rule] = [*residual.RULES, *layernorm.RULES, *attention.RULES,
-                     *activation.RULES, *inputs.RULES, *wiring.RULES]
+                     *activation.RULES, *inputs.RULES, *memory.RULES, *wiring.RULES]
 OPERATORS: list[Operator] = [r.operator for r in RULES]
 
 

@@ -68,15 +68,26 @@ def _earlier_value(code: Code) -> Iterator[Site]:
                 break
 
 
+def _lookup(code: Code, node: ast.AST, depth: int = 1) -> ast.expr | None:
+    """An embedding lookup: emb[ids], F.embedding(ids, emb), jnp.take(emb, ids), nn.Embed;
+    through a name assigned one (`x = F.embedding(...)`; `x + pos`)."""
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Name) \
+            or call_name(node) in ("embedding", "take", "Embed"):
+        assert isinstance(node, ast.expr)
+        return node
+    if depth and isinstance(node, ast.Name):
+        defined = code.definition(node)
+        return None if defined is None else _lookup(code, defined, depth - 1)
+    return None
+
+
 def _position_terms(code: Code) -> Iterator[tuple[ast.BinOp, ast.expr, ast.expr]]:
-    """emb[ids] + pos_embed: the sum, the lookup, the position term."""
+    """emb[ids] + pos_embed: the sum, the lookup (or the name holding it), the position term."""
     for node in code.nodes(ast.BinOp):
         if not isinstance(node.op, ast.Add):
             continue
         for lookup, pos in ((node.left, node.right), (node.right, node.left)):
-            is_lookup = isinstance(lookup, ast.Subscript) and isinstance(
-                lookup.slice, ast.Name) or call_name(lookup) in ("embedding", "take", "Embed")
-            if is_lookup and "pos" in ast.unparse(pos).lower():
+            if _lookup(code, lookup) is not None and "pos" in ast.unparse(pos).lower():
                 yield node, lookup, pos
                 break
 
@@ -93,6 +104,32 @@ def _position_swapped(code: Code) -> Iterator[Site]:
         for _other, _, theirs in terms:
             if not same(pos, theirs):
                 yield Site(node, [(pos, theirs)])
+
+
+def _table(lookup: ast.expr) -> ast.expr | None:
+    """The embedding table a lookup reads: emb of emb[ids], F.embedding(ids, emb)..."""
+    if isinstance(lookup, ast.Subscript):
+        return lookup.value
+    if isinstance(lookup, ast.Call):
+        if call_name(lookup) == "embedding" and len(lookup.args) >= 2:
+            return lookup.args[1]
+        if call_name(lookup) == "take" and lookup.args:
+            return lookup.args[0]
+    return None
+
+
+def _tables_swapped(code: Code) -> Iterator[Site]:
+    """One side's tokens looked up in the other side's table: src_emb[tgt_ids]."""
+    tables: list[tuple[ast.BinOp, ast.expr]] = []
+    for node, lookup, _pos in _position_terms(code):
+        found = _lookup(code, lookup)
+        table = None if found is None else _table(found)
+        if table is not None and not any(t is table for _, t in tables):
+            tables.append((node, table))
+    for node, table in tables:
+        for _, theirs in tables:
+            if not same(table, theirs):
+                yield Site(node, [(table, theirs)])
 
 
 KV_FROM_QUERIES = Operator(
@@ -125,6 +162,13 @@ POSITION_SWAPPED = Operator(
     "round (with different lengths, the shapes do not even match); use each side's own. The "
     "statement names the position embedding of each side.")
 
+TABLES_SWAPPED = Operator(
+    "embedding-tables-swapped", "embedding",
+    "{site} looks its tokens up in the other side's embedding table",
+    "The token ids of one side are looked up in the other side's embedding table (src_emb "
+    "for the target ids, or the reverse); with different vocabularies the ids may not even "
+    "fit. Look each side's ids up in its own table, as the statement's first step says.")
+
 RULES = [Rule(KV_FROM_QUERIES, _kv_from_queries), Rule(QUERIES_FROM_KV, _queries_from_kv),
          Rule(EARLIER_VALUE, _earlier_value), Rule(POSITION_DROPPED, _position_dropped),
-         Rule(POSITION_SWAPPED, _position_swapped)]
+         Rule(POSITION_SWAPPED, _position_swapped), Rule(TABLES_SWAPPED, _tables_swapped)]

@@ -8,7 +8,16 @@ import re
 from collections.abc import Iterator
 
 from judge.mutants import flax_attention
-from judge.mutants.code import Code, Rule, Site, call_name, constant, is_negative_infinity, keyword
+from judge.mutants.code import (
+    Code,
+    Rule,
+    Site,
+    call_name,
+    constant,
+    is_negative_infinity,
+    keyword,
+    rebuilt,
+)
 from judge.mutants.model import Operator
 
 # Keyword arguments that carry a mask into a library's attention (Flax, PyTorch, JAX).
@@ -171,44 +180,92 @@ def _statement(code: Code, node: ast.AST) -> ast.stmt | None:
     return next((up for up in code.ancestors(node) if isinstance(up, ast.stmt)), None)
 
 
-def _softmax_of(code: Code, where: ast.Call) -> ast.Call | None:
-    """The softmax that reads a masked score: around it, or in a later statement of the same
-    block that reads the name it was assigned to."""
-    up = code.parent.get(id(where))
-    if isinstance(up, ast.Call) and "softmax" in (call_name(up) or "") and up.args \
-            and up.args[0] is where:
-        return up
-    stmt = _statement(code, where)
-    if not isinstance(stmt, ast.Assign) or stmt.value is not where \
-            or not isinstance(stmt.targets[0], ast.Name):
+def _is_softmax_of(call: ast.AST, name: str) -> bool:
+    return isinstance(call, ast.Call) and "softmax" in (call_name(call) or "") \
+        and bool(call.args) and isinstance(call.args[0], ast.Name) and call.args[0].id == name
+
+
+def _later_softmax(code: Code, stmt: ast.stmt, name: str) -> ast.Call | None:
+    """The first softmax of `name` in a later statement of the block `stmt` is in."""
+    owner = code.parent.get(id(stmt))
+    body = next((b for b in (getattr(owner, f, None) for f in ("body", "orelse"))
+                 if isinstance(b, list) and stmt in b), None)
+    if body is None:
         return None
-    name = stmt.targets[0].id
-    for call in code.nodes(ast.Call):
-        if "softmax" in (call_name(call) or "") and call.args and isinstance(
-                call.args[0], ast.Name) and call.args[0].id == name \
-                and call.lineno > stmt.lineno and code.parent.get(id(_statement(code, call))) \
-                is code.parent.get(id(stmt)):
-            return call
+    for later in body[body.index(stmt) + 1:]:
+        found = [n for n in ast.walk(later) if isinstance(n, ast.Call) and _is_softmax_of(n, name)]
+        if found:
+            return min(found, key=lambda n: (n.lineno, n.col_offset))
+        if name in {n.id for n in ast.walk(later) if isinstance(n, ast.Name)
+                    and isinstance(n.ctx, ast.Store)}:
+            return None  # the masked scores are replaced before any softmax reads them
     return None
 
 
+def _maskings(code: Code) -> Iterator[tuple[ast.Call, ast.expr, ast.expr, bool]]:
+    """Each masking of scores: the call, the scores, the mask, and whether the mask says
+    which keys to keep (where(m, s, -inf)) rather than which to hide (masked_fill)."""
+    for call, scores_at in where_masks(code):
+        yield call, call.args[scores_at], call.args[0], scores_at == 1
+    for call in filled_masks(code):
+        assert isinstance(call.func, ast.Attribute)
+        yield call, call.func.value, call.args[0], False
+
+
+def _zeroed(masking: ast.Call, weights: ast.expr, mask: ast.expr, keep: bool) -> ast.expr:
+    """The weights with the masked positions set to 0, in the masking's own idiom."""
+    if call_name(masking) == "where":
+        args = [mask, weights, ast.Constant(0.0)] if keep else [mask, ast.Constant(0.0), weights]
+        return ast.Call(masking.func, args, [])
+    filled = ast.Attribute(weights, "masked_fill", ast.Load())
+    return ast.Call(filled, [mask, ast.Constant(0.0)], [])
+
+
+_PENDING = "_mask_after_softmax"
+
+
 def _after_softmax(code: Code) -> Iterator[Site]:
-    """softmax(where(m, s, -inf)) -> where(m, softmax(s), 0): weights not renormalised."""
-    for where, scores_at in where_masks(code):
-        softmax = _softmax_of(code, where)
+    """softmax(where(m, s, -inf)) -> where(m, softmax(s), 0): weights not renormalised.
+    The masking may be inline, a statement before the softmax in the same block, or such a
+    statement under an `if` (`if mask is not None:`): the mask is then kept where the `if`
+    makes it and applied to the weights only when it was made."""
+    for masking, scores, mask, keep in _maskings(code):
+        up = code.parent.get(id(masking))
+        if isinstance(up, ast.Call) and up.args and up.args[0] is masking \
+                and "softmax" in (call_name(up) or ""):
+            weights = ast.Call(up.func, [scores, *up.args[1:]], up.keywords)
+            yield Site(masking, [(up, _zeroed(masking, weights, mask, keep))])
+            continue
+        stmt = _statement(code, masking)
+        if not isinstance(stmt, ast.Assign) or stmt.value is not masking \
+                or len(stmt.targets) != 1 or not isinstance(stmt.targets[0], ast.Name):
+            continue
+        name = stmt.targets[0].id
+        softmax = _later_softmax(code, stmt, name)
+        if softmax is not None:
+            weights = ast.Call(softmax.func, softmax.args, softmax.keywords)
+            yield Site(masking, [(masking, scores),
+                                 (softmax, _zeroed(masking, weights, mask, keep))])
+            continue
+        guard = code.parent.get(id(stmt))
+        if not isinstance(guard, ast.If) or guard.orelse or stmt not in guard.body:
+            continue
+        softmax = _later_softmax(code, guard, name)
         if softmax is None:
             continue
-        inner = where.args[scores_at] if softmax.args[0] is where else softmax.args[0]
-        weights = ast.Call(softmax.func, [inner, *softmax.args[1:]], softmax.keywords)
-        masked = ast.Call(where.func, [where.args[0], weights, ast.Constant(0.0)], [])
-        if softmax.args[0] is where:
-            yield Site(where, [(softmax, masked)])
-        else:
-            yield Site(where, [(where, where.args[scores_at]), (softmax, masked)])
+        pending = ast.Name(_PENDING, ast.Load())
+        kept = ast.Assign([ast.Name(_PENDING, ast.Store())], mask, lineno=0)
+        guarded = rebuilt(guard, [(stmt, kept)])
+        assert isinstance(guarded, ast.stmt)
+        weights = ast.Call(softmax.func, softmax.args, softmax.keywords)
+        after = ast.IfExp(ast.Compare(pending, [ast.Is()], [ast.Constant(None)]), weights,
+                          _zeroed(masking, weights, pending, keep))
+        none = ast.Assign([ast.Name(_PENDING, ast.Store())], ast.Constant(None), lineno=0)
+        yield Site(masking, [(guard, [none, guarded]), (softmax, after)])
     for call in code.nodes(ast.Call):  # Flax: the attention module applied with a mask
         if isinstance(call.func, ast.Call) and keyword(call, "mask") is not None:
-            after = flax_attention.weighted(flax_attention.SOFTMAXES["masked-after"])
-            yield from flax_attention.with_attention_fn(code, after, only=call.func)
+            after_fn = flax_attention.weighted(flax_attention.SOFTMAXES["masked-after"])
+            yield from flax_attention.with_attention_fn(code, after_fn, only=call.func)
 
 
 def _moved(code: Code) -> Iterator[Site]:

@@ -293,7 +293,8 @@ def test_mask_operators_numpy_behaviour():
     ("mask-dropped", "import torch\ndef f(s, t):\n"
      "    return s + torch.triu(torch.full((t, t), float('-inf')), diagonal=1)\n", "return s\n"),
     ("mask-after-softmax", "import torch\ndef f(s, m):\n"
-     "    s = s.masked_fill(m, float('-inf'))\n    return torch.softmax(s, dim=-1)\n", None),
+     "    s = s.masked_fill(m, float('-inf'))\n    return torch.softmax(s, dim=-1)\n",
+     "return torch.softmax(s, dim=-1).masked_fill(m, 0.0)"),
     ("mask-moved", "import torch.nn.functional as F\ndef attn(q, kv, m):\n"
      "    return F.scaled_dot_product_attention(q, kv, kv, attn_mask=m)\n"
      "def f(x, mem, causal, pad):\n    return attn(attn(x, x, causal), mem, pad)\n",
@@ -347,10 +348,57 @@ def test_mask_after_softmax():
     flax = one("mask-after-softmax", FLAX_MASK)
     assert "attention_fn=lambda q, k, v, mask=None:" in flax and "(1 if mask is None else mask)" \
         in flax
-    # Under an `if`, the mask may not exist where the softmax is: no mutant, not a wrong one.
-    guarded = source.replace("        s = np.where(",
-                             "        if s.ndim:\n            s = np.where(")
-    assert of("mask-after-softmax", guarded) == []
+    # Masked scores replaced before any softmax reads them: no mutant, not a wrong one.
+    overwritten = source.replace("        return softmax(s)",
+                                 "        s = -s\n        return softmax(s)")
+    assert of("mask-after-softmax", overwritten) == []
+
+
+GUARDED = {
+    "numpy": """
+    import numpy as np
+    def softmax(s):
+        e = np.exp(s - s.max(-1, keepdims=True))
+        return e / e.sum(-1, keepdims=True)
+    def weights(s, causal):
+        if causal:
+            tq, tk = s.shape
+            allowed = np.tril(np.ones((tq, tk), dtype=bool))
+            s = np.where(allowed, s, -np.inf)
+        return softmax(s) * 1.0
+    """,
+    "jax": """
+    import jax, jax.numpy as jnp
+    def weights(s, causal):
+        if causal:
+            s = jnp.where(jnp.tril(jnp.ones(s.shape, dtype=bool)), s, -jnp.inf)
+        a = jax.nn.softmax(s, axis=-1)
+        return a
+    """,
+    "torch": """
+    import torch
+    def weights(s, causal):
+        if causal:
+            s = s.masked_fill(torch.ones(s.shape, dtype=torch.bool).triu(1), float('-inf'))
+        return torch.softmax(s, dim=-1)
+    """,
+}
+
+
+@pytest.mark.parametrize("framework", sorted(GUARDED))
+def test_mask_after_softmax_under_an_if(framework: str):
+    """`if mask is not None: s = where(mask, s, -inf)`, the softmax after the `if`: the mask
+    is kept where the `if` makes it and zeroes the weights only when it was made."""
+    mutated = one("mask-after-softmax", GUARDED[framework])
+    assert "_mask_after_softmax = None\n" in mutated
+    if framework != "numpy":
+        zeroed = {"jax": "jnp.where(_mask_after_softmax, jax.nn.softmax(s, axis=-1), 0.0)",
+                  "torch": "torch.softmax(s, dim=-1).masked_fill(_mask_after_softmax, 0.0)"}
+        assert f"if _mask_after_softmax is None else {zeroed[framework]}" in mutated
+        return
+    lower = np.tril(np.ones((4, 4), dtype=bool))
+    assert np.allclose(run(mutated, "weights", S, True), np.where(lower, _softmax(S), 0.0))
+    assert np.allclose(run(mutated, "weights", S, False), _softmax(S))
 
 
 def test_mask_moved_to_the_next_attention():
@@ -850,3 +898,115 @@ def test_every_numpy_reference_mutant_changes_the_output(slug: str):
             continue  # raising is showing
         same = got.shape == want.shape and np.allclose(got, want, rtol=1e-9, atol=1e-12)
         assert same == _equivalent(mutant), (mutant.title, mutant.source)
+
+
+# --- The encoder's output as the cross-attention's memory; embedding tables -----------------
+
+NUMPY_STACK = """
+import numpy as np
+def attend(q, kv):
+    return q + kv.mean(axis=0)
+def forward(src, tgt, enc, dec):
+    x = src
+    for w in enc:
+        x = np.tanh(x @ w)
+    y = tgt
+    for w in dec:
+        y = attend(y @ w, x)
+    return y
+"""
+
+
+def test_memory_from_another_layer_numpy():
+    src, tgt = RNG.standard_normal((5, 4)), RNG.standard_normal((3, 4))
+    enc, dec = RNG.standard_normal((3, 4, 4)), RNG.standard_normal((2, 4, 4))
+
+    def forward(memory: np.ndarray) -> np.ndarray:
+        y = tgt
+        for w in dec:
+            y = y @ w + memory.mean(axis=0)
+        return y
+
+    first = run(one("memory-from-first-block", NUMPY_STACK), "forward", src, tgt, enc, dec)
+    assert np.allclose(first, forward(np.tanh(src @ enc[0])))
+    embedded = run(one("memory-from-encoder-input", NUMPY_STACK), "forward", src, tgt, enc, dec)
+    assert np.allclose(embedded, forward(src))
+    last = np.tanh(np.tanh(np.tanh(src @ enc[0]) @ enc[1]) @ enc[2])
+    assert np.allclose(run(NUMPY_STACK, "forward", src, tgt, enc, dec), forward(last))
+
+
+@pytest.mark.parametrize(("source", "needle"), [
+    (NUMPY_STACK.replace("import numpy as np", "import jax.numpy as np"),
+     "y = attend(y @ w, _memories[0])"),
+    ("""
+import torch.nn as nn
+def forward(x, y, enc, dec):
+    for w in enc:
+        x = nn.TransformerEncoderLayer(8, 2)(x)
+    for w in dec:
+        y = nn.TransformerDecoderLayer(8, 2)(y, x, tgt_is_causal=True)
+    return y
+""", "nn.TransformerDecoderLayer(8, 2)(y, _memories[0], tgt_is_causal=True)"),
+    ("""
+import flax.linen as nn
+class Model(nn.Module):
+    @nn.compact
+    def __call__(self, x, y):
+        for _ in range(3):
+            x = Encoder()(x)
+        for _ in range(2):
+            y = Decoder()(y, memory=x)
+        return y
+""", "y = Decoder()(y, memory=_memories[0])"),
+])
+def test_memory_from_another_layer_in_other_frameworks(source: str, needle: str):
+    first = one("memory-from-first-block", source)
+    assert needle in first and "_memories = []" in first and "_memories.append(x)" in first
+    assert "_memories = [x]" in one("memory-from-encoder-input", source)
+
+
+def test_memory_needs_a_stack_read_by_another_loop():
+    decoder_only = """
+    import numpy as np
+    def forward(x, blocks):
+        for w in blocks:
+            x = np.tanh(x @ w)
+        return np.maximum(x, 0)
+    """
+    assert of("memory-from-first-block", decoder_only) == []
+    scanned = "import jax\ndef f(step, x, enc, dec, g):\n    x, _ = jax.lax.scan(step, x, enc)\n" \
+              "    for w in dec:\n        g = g(g, x)\n    return g\n"
+    assert of("memory-from-first-block", scanned) == []  # no loop of the file's own: no guess
+
+
+@pytest.mark.parametrize(("source", "needles"), [
+    ("def f(se, te, si, ti, enc_pos, dec_pos):\n"
+     "    return se[si] + enc_pos, te[ti] + dec_pos\n",
+     ["return (te[si] + enc_pos, te[ti] + dec_pos)",
+      "return (se[si] + enc_pos, se[ti] + dec_pos)"]),
+    ("import torch.nn.functional as F\ndef f(si, ti, se, te, enc_pos, dec_pos):\n"
+     "    x = F.embedding(si, se)\n    x = x + enc_pos\n    y = F.embedding(ti, te)\n"
+     "    return x, y + dec_pos\n", ["x = F.embedding(si, te)", "y = F.embedding(ti, se)"]),
+    ("import jax.numpy as jnp\ndef f(si, ti, se, te, pos_s, pos_t):\n"
+     "    return jnp.take(se, si, axis=0) + pos_s, jnp.take(te, ti, axis=0) + pos_t\n",
+     ["jnp.take(te, si, axis=0) + pos_s", "jnp.take(se, ti, axis=0) + pos_t"]),
+])
+def test_embedding_tables_swapped(source: str, needles: list[str]):
+    found = [m.source for m in of("embedding-tables-swapped", source)]
+    assert len(found) == 2 and all(n in s for n, s in zip(needles, found, strict=True))
+
+
+def test_embedding_tables_swapped_numpy_behaviour_and_flax_left_alone():
+    se, te = RNG.standard_normal((6, 4)), RNG.standard_normal((6, 4))
+    si, ti = np.array([0, 5, 2]), np.array([1, 1])
+    pe, pd = RNG.standard_normal((3, 4)), RNG.standard_normal((2, 4))
+    source = "def f(se, te, si, ti, enc_pos, dec_pos):\n" \
+             "    return se[si] + enc_pos, te[ti] + dec_pos\n"
+    _, dec = of("embedding-tables-swapped", source)
+    namespace: dict[str, object] = {}
+    exec(dec.source, namespace)
+    _x, y = namespace["f"](se, te, si, ti, pe, pd)  # type: ignore[operator]
+    assert np.allclose(y, se[ti] + pd)
+    flax = "import flax.linen as nn\ndef f(ids, pos):\n    return nn.Embed(9, 4)(ids) + pos\n"
+    assert of("embedding-tables-swapped", flax) == []  # the table is the module's own
+    assert "return nn.Embed(9, 4)(ids)\n" in one("position-term-dropped", flax)
