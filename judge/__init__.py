@@ -3,6 +3,7 @@
     judge(package, code, sandbox, ...)       judge a submission -> JudgeResult
     validate_package(path, sandbox, ...)     a package proves its own claims -> Report
     prepare_problems(pool, packages, stop)   the start-up work, before the first submission
+    Startup(pool, stop)                      the same, giving way to the jobs it is told of
     prepare_tests(package, samples_only)     the selected tests' inputs and expected outputs
     open_sandbox(SandboxConfig(...))         the configured sandbox, pooled or fresh
     and the models: Package, Verdict, JudgeResult...
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
         SandboxUnavailable,
         open_sandbox,
     )
-    from judge.startup import prepare_problems
+    from judge.startup import Startup, prepare_problems
     from judge.validate import Check, Report
     from judge.validate import validate as validate_package
     from judge.verdicts import VERDICT_WORDS, JudgeResult, TestResult, Verdict, aggregate
@@ -44,6 +45,7 @@ _FACE: dict[str, tuple[str, str]] = {
     "Check": ("judge.validate", "Check"),
     "Report": ("judge.validate", "Report"),
     "prepare_problems": ("judge.startup", "prepare_problems"),
+    "Startup": ("judge.startup", "Startup"),
     "prepare_tests": ("judge.prepared", "prepare"),
     "PreparedTests": ("judge.prepared", "PreparedTests"),
     "open_sandbox": ("judge.sandbox", "open_sandbox"),
@@ -65,10 +67,10 @@ _FACE: dict[str, tuple[str, str]] = {
 }
 
 __all__ = ["judge", "fill_compile_cache", "validate_package", "Check", "Report",
-           "prepare_problems", "prepare_tests", "PreparedTests", "open_sandbox", "SandboxConfig",
-           "SandboxUnavailable", "SandboxPool", "PoolFigures", "Package", "PackageError",
-           "load_package", "discover", "SLUG_RE", "Verdict", "VERDICT_WORDS", "JudgeResult",
-           "TestResult", "aggregate", "cut"]
+           "prepare_problems", "Startup", "prepare_tests", "PreparedTests", "open_sandbox",
+           "SandboxConfig", "SandboxUnavailable", "SandboxPool", "PoolFigures", "Package",
+           "PackageError", "load_package", "discover", "SLUG_RE", "Verdict", "VERDICT_WORDS",
+           "JudgeResult", "TestResult", "aggregate", "cut"]
 
 
 def __getattr__(name: str) -> Any:

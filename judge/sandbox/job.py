@@ -36,7 +36,9 @@ class Warmup:
 class Kind:
     """What a sandbox imports and runs before its job. `self_prepared`: it prepares itself
     rather than being forked from a server that ran the warm-up already (where a backend has
-    such servers: the bubblewrap backend's warm fork)."""
+    such servers: the bubblewrap backend's warm fork), and without the warm-up: it imports
+    the libraries and the job compiles only what it needs, from the judge's read-only
+    compilation cache where the cache has it (`preparing_itself`)."""
 
     preload: tuple[str, ...] = ()
     warmup: Warmup | None = None
@@ -59,7 +61,12 @@ class Kind:
         return EAGER_JAX in self.preload
 
     def preparing_itself(self) -> Kind:
-        return replace(self, self_prepared=True)
+        """The kind without its warm-up, imports only: for a job that would not use the
+        warm-up (one that compiles its own code, or one a warm fork handed back: eager JAX
+        written its own way), and for a job whose own kind is not ready (the pool starts
+        one of these at once rather than wait for a preparation). Loading a whole warm-up
+        (about a thousand eager operations for JAX) costs seconds the job would not use."""
+        return Kind(self.preload, None, self_prepared=True)
 
     def prepare_message(self) -> dict[str, Any]:
         """The kind's part of the first message a sandbox reads."""

@@ -5,6 +5,10 @@ the problem's judge-owned warm-up; then it waits for exactly one job and is dest
 The pool only hides start-up latency: isolation is the same as a fresh sandbox's, because it
 is a fresh sandbox.
 
+A job never waits long for a preparation: where none is ready, or soon (a kind never prepared
+yet, as on a fresh machine), it starts at once, at normal priority, a sandbox of its kind that
+prepares itself without the warm-up (Kind.preparing_itself), about what a fresh process costs.
+
 Sandboxes are keyed by their kind (what was prepared in them: libraries + warm-up). The
 pool works over any backend (judge/sandbox/base.py `Backend`); with `per_key` 0 it keeps no
 spares and every job starts a sandbox of its own. It keeps
@@ -43,6 +47,8 @@ class _Slot:
     waiting: int = 0  # jobs blocked in acquire() for this key
     # Memory a prepared sandbox of this key was seen to hold (a guess until one is seen).
     footprint: int = 400 << 20
+    # How long the latest prepared sandboxes of this key took to be ready (seconds).
+    prepare_s: deque[float] = field(default_factory=lambda: deque(maxlen=4))
 
 
 @dataclass
@@ -85,6 +91,7 @@ class SandboxPool:
         prepare_timeout_s: float = 120.0,
         idle_keys_after_s: float = 600.0,
         split_idle: bool = True,
+        spare_wait_s: float = 5.0,
     ):
         self.backend = backend
         self.per_key = per_key
@@ -94,6 +101,9 @@ class SandboxPool:
         self.idle_keys_after_s = idle_keys_after_s
         self.stats = PoolStats()
         self.split_idle = split_idle
+        # A job waits for a spare being prepared only when spares of its kind were seen ready
+        # within this (then a few times as long at most); else it starts its own at once.
+        self.spare_wait_s = spare_wait_s
         self._active = 0  # jobs (or parts) running in sandboxes taken from this pool
         self._refill_when_idle = False  # a split job's spares, replaced once it is done
         self._slots: OrderedDict[str, _Slot] = OrderedDict()
@@ -173,17 +183,18 @@ class SandboxPool:
         self._refill()
 
     def acquire(self, kind: Kind, memory_bytes: int) -> Started:
-        """A sandbox of this kind: a prepared one, one being prepared (hurried), or, when none
-        comes in time or the pool keeps no spares, a fresh one that prepares as it runs."""
+        """A prepared sandbox of this kind, or one being prepared (hurried) where that is
+        quick; else a fresh one at normal priority, of the kind preparing itself (of the kind
+        itself in a pool of no spares)."""
         if self.per_key <= 0:
             self.stats.cold += 1
             return self.backend.spawn(kind, memory_bytes)
         key = kind.key
-        deadline = time.monotonic() + self.prepare_timeout_s
         with self._lock:
             slot = self._slot(kind, memory_bytes)
             slot.last_demand = time.monotonic()
             slot.demand += 1
+            deadline = time.monotonic() + self._wait_for_spare_s(slot)
             waited = False
             while True:
                 while slot.ready:
@@ -195,21 +206,35 @@ class SandboxPool:
                         return sp
                     self.stats.discarded += 1
                     threading.Thread(target=sp.destroy, daemon=True).start()
-                if slot.spawning == 0 and not self._closed:
-                    self._start_spawn(key, slot)
-                if time.monotonic() >= deadline or self._closed:
+                left = deadline - time.monotonic()
+                if left <= 0 or self._closed:
                     break
+                if slot.spawning == 0:
+                    self._start_spawn(key, slot)
                 if not waited:
                     self._hurry(slot.starting)
                 waited = True
                 slot.waiting += 1
                 try:
-                    self._lock.wait(timeout=0.5)
+                    self._lock.wait(timeout=min(left, 0.5))
                 finally:
                     slot.waiting -= 1
-        # Nothing came in time: a sandbox of our own (it prepares as it runs).
+            # The spares it did not find are prepared once no job runs: started now, they
+            # would take the CPU from this job (a warm-up may have to compile).
+            self._refill_when_idle = True
         self.stats.cold += 1
-        return self.backend.spawn(kind, memory_bytes)
+        return self.backend.spawn(kind.preparing_itself(), memory_bytes)
+
+    def _wait_for_spare_s(self, slot: _Slot) -> float:
+        """Called with the lock held: how long a job of `slot`'s kind may wait for a spare
+        being prepared. Nothing when none was seen ready yet (on a fresh machine: its warm-up
+        may still compile) or they took long; else a few times the quickest of the latest."""
+        if not slot.prepare_s:
+            return 0.0
+        seen = min(slot.prepare_s)
+        if seen > self.spare_wait_s:
+            return 0.0
+        return min(max(4 * seen, self.spare_wait_s), self.prepare_timeout_s)
 
     @staticmethod
     def _hurry(sandboxes: list[Started]) -> None:
@@ -300,11 +325,14 @@ class SandboxPool:
             log.exception("spawning a sandbox failed")
             ok = False
         used = sp.memory_bytes() if ok and sp is not None else None
+        warm_ms = getattr(sp, "warm_ms", None) if ok else None
         with self._lock:
             slot.spawning -= 1
             slot.starting = [s for s in slot.starting if s is not sp]
             if used:
                 slot.footprint = used
+            if warm_ms is not None:
+                slot.prepare_s.append(warm_ms / 1000.0)
             if ok and sp is not None and not self._closed:
                 slot.ready.append(sp)
                 self.stats.spawned += 1

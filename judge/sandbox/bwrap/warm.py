@@ -8,6 +8,11 @@ handed back (the runner's `handover`) and runs again from its start in a sandbox
 itself. A job that compiles its own code (jax.jit...) starts there at once; so do the jobs of a
 kind whose latest jobs were all handed back (eager JAX written its own way, say), but for every
 `retry_every`-th, so that a kind whose jobs stop compiling gets the warm fork back.
+
+A sandbox that prepares itself imports the libraries and nothing more (Kind.preparing_itself):
+such a job has shown it does not use the warm-up's executables, so it compiles only its own
+operations, reading the judge's compilation cache (read-only: nothing a submission compiles
+is ever kept for another), instead of loading the whole warm-up first.
 """
 
 from __future__ import annotations

@@ -1,0 +1,75 @@
+"""The start-up work gives way to the jobs someone waits for: no step starts while one is being
+judged, and the problems jobs asked for are prepared first."""
+
+from __future__ import annotations
+
+import shutil
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+import judge.startup as startup
+from judge.package import Package, load_package
+from judge.startup import Startup
+from tests.conftest import FIXTURES
+
+
+@pytest.fixture
+def two_problems(tmp_path: Path) -> list[Package]:
+    out = []
+    for i, title in enumerate(("Double it", "Double it again")):
+        root = tmp_path / str(i) / "double"
+        shutil.copytree(FIXTURES / "double", root)
+        toml = root / "problem.toml"
+        toml.write_text(toml.read_text().replace('title = "Double it"', f'title = "{title}"'))
+        out.append(load_package(root))
+    assert out[0].content_hash != out[1].content_hash
+    return out
+
+
+@pytest.mark.timeout(60)
+def test_no_step_starts_while_a_job_is_judged_and_its_problem_comes_first(
+        two_problems: list[Package], monkeypatch: pytest.MonkeyPatch):
+    first, second = two_problems
+    done: list[tuple[str, str]] = []
+    monkeypatch.setattr(startup, "_prepare_kind_step",
+                        lambda pool, package, kind: lambda: done.append(
+                            ("kind", package.content_hash)))
+    monkeypatch.setattr(startup, "_compute_trusted_outputs",
+                        lambda package: done.append(("trusted", package.content_hash)))
+    stopping = threading.Event()
+    work = Startup(pool=None, stopping=stopping)  # type: ignore[arg-type]
+    job = work.serving(second)
+    job.__enter__()
+    runner = threading.Thread(target=work.run, args=(two_problems,))
+    runner.start()
+    try:
+        time.sleep(0.5)
+        assert done == []  # a job is being judged: nothing starts
+        assert work.jobs_being_served == 1
+        job.__exit__(None, None, None)
+        runner.join(10)
+        assert not runner.is_alive()
+        # The asked-for problem's steps first, in their own order, then the others'.
+        assert done == [("kind", second.content_hash), ("trusted", second.content_hash),
+                        ("kind", first.content_hash), ("trusted", first.content_hash)]
+    finally:
+        stopping.set()
+        runner.join(10)
+
+
+@pytest.mark.timeout(60)
+def test_a_load_that_never_pauses_does_not_stop_the_work_for_ever(
+        two_problems: list[Package], monkeypatch: pytest.MonkeyPatch):
+    done: list[str] = []
+    monkeypatch.setattr(startup, "_prepare_kind_step",
+                        lambda pool, package, kind: lambda: done.append("kind"))
+    monkeypatch.setattr(startup, "_compute_trusted_outputs",
+                        lambda package: done.append("trusted"))
+    work = Startup(pool=None, stopping=threading.Event(),  # type: ignore[arg-type]
+                   max_pause_s=0.05)
+    with work.serving(two_problems[0]):
+        work.run(two_problems)
+    assert len(done) == 4
