@@ -36,9 +36,7 @@ class Warmup:
 class Kind:
     """What a sandbox imports and runs before its job. `self_prepared`: it prepares itself
     rather than being forked from a server that ran the warm-up already (where a backend has
-    such servers: the bubblewrap backend's warm fork), and without the warm-up: it imports
-    the libraries and the job compiles only what it needs, from the judge's read-only
-    compilation cache where the cache has it (`preparing_itself`)."""
+    such servers: the bubblewrap backend's warm fork)."""
 
     preload: tuple[str, ...] = ()
     warmup: Warmup | None = None
@@ -61,11 +59,16 @@ class Kind:
         return EAGER_JAX in self.preload
 
     def preparing_itself(self) -> Kind:
-        """The kind without its warm-up, imports only: for a job that would not use the
-        warm-up (one that compiles its own code, or one a warm fork handed back: eager JAX
-        written its own way), and for a job whose own kind is not ready (the pool starts
-        one of these at once rather than wait for a preparation). Loading a whole warm-up
-        (about a thousand eager operations for JAX) costs seconds the job would not use."""
+        """The kind prepared in its own sandbox, warm-up included (not forked warm)."""
+        return replace(self, self_prepared=True)
+
+    def plain(self) -> Kind:
+        """The kind without its warm-up, preparing itself: imports only, and the job compiles
+        what it uses, reading the judge's compilation cache where it has it. What a job
+        that would not use the warm-up runs in (one that compiles its own code), and a job
+        whose kind has no sandbox ready (the pool starts one of these at once rather than
+        wait for a preparation, which runs a whole warm-up: about a thousand operations for
+        eager JAX)."""
         return Kind(self.preload, None, self_prepared=True)
 
     def prepare_message(self) -> dict[str, Any]:

@@ -7,7 +7,7 @@ is a fresh sandbox.
 
 A job never waits long for a preparation: where none is ready, or soon (a kind never prepared
 yet, as on a fresh machine), it starts at once, at normal priority, a sandbox of its kind that
-prepares itself without the warm-up (Kind.preparing_itself), about what a fresh process costs.
+prepares itself without the warm-up (Kind.plain), about what a fresh process costs.
 
 Sandboxes are keyed by their kind (what was prepared in them: libraries + warm-up). The
 pool works over any backend (judge/sandbox/base.py `Backend`); with `per_key` 0 it keeps no
@@ -91,7 +91,7 @@ class SandboxPool:
         prepare_timeout_s: float = 120.0,
         idle_keys_after_s: float = 600.0,
         split_idle: bool = True,
-        spare_wait_s: float = 5.0,
+        spare_wait_s: float = 3.0,
     ):
         self.backend = backend
         self.per_key = per_key
@@ -105,7 +105,8 @@ class SandboxPool:
         # within this (then a few times as long at most); else it starts its own at once.
         self.spare_wait_s = spare_wait_s
         self._active = 0  # jobs (or parts) running in sandboxes taken from this pool
-        self._refill_when_idle = False  # a split job's spares, replaced once it is done
+        # Spares a split job took, or a job did not find: prepared once no job runs.
+        self._refill_when_idle = False
         self._slots: OrderedDict[str, _Slot] = OrderedDict()
         self._lock = threading.Condition()
         self._spawners = ThreadPoolExecutor(max_workers=spawners,
@@ -184,8 +185,8 @@ class SandboxPool:
 
     def acquire(self, kind: Kind, memory_bytes: int) -> Started:
         """A prepared sandbox of this kind, or one being prepared (hurried) where that is
-        quick; else a fresh one at normal priority, of the kind preparing itself (of the kind
-        itself in a pool of no spares)."""
+        quick; else a fresh one at normal priority, of the kind without its warm-up (of the
+        kind itself in a pool of no spares)."""
         if self.per_key <= 0:
             self.stats.cold += 1
             return self.backend.spawn(kind, memory_bytes)
@@ -223,18 +224,19 @@ class SandboxPool:
             # would take the CPU from this job (a warm-up may have to compile).
             self._refill_when_idle = True
         self.stats.cold += 1
-        return self.backend.spawn(kind.preparing_itself(), memory_bytes)
+        return self.backend.spawn(kind.plain(), memory_bytes)
 
     def _wait_for_spare_s(self, slot: _Slot) -> float:
         """Called with the lock held: how long a job of `slot`'s kind may wait for a spare
         being prepared. Nothing when none was seen ready yet (on a fresh machine: its warm-up
-        may still compile) or they took long; else a few times the quickest of the latest."""
+        may still compile) or they take long (a whole warm-up run in the sandbox: seconds);
+        else twice the quickest of the latest, within [2 s, `spare_wait_s`]."""
         if not slot.prepare_s:
             return 0.0
         seen = min(slot.prepare_s)
         if seen > self.spare_wait_s:
             return 0.0
-        return min(max(4 * seen, self.spare_wait_s), self.prepare_timeout_s)
+        return min(max(2 * seen, 2.0), self.spare_wait_s)
 
     @staticmethod
     def _hurry(sandboxes: list[Started]) -> None:

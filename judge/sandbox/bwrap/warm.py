@@ -9,10 +9,12 @@ itself. A job that compiles its own code (jax.jit...) starts there at once; so d
 kind whose latest jobs were all handed back (eager JAX written its own way, say), but for every
 `retry_every`-th, so that a kind whose jobs stop compiling gets the warm fork back.
 
-A sandbox that prepares itself imports the libraries and nothing more (Kind.preparing_itself):
-such a job has shown it does not use the warm-up's executables, so it compiles only its own
-operations, reading the judge's compilation cache (read-only: nothing a submission compiles
-is ever kept for another), instead of loading the whole warm-up first.
+A handed-back job runs again in a prepared sandbox of its kind that ran the warm-up itself
+where the pool has one ready (most of its operations are then loaded already). Where none is
+ready it does not wait for one (a whole warm-up takes seconds: about a thousand operations for
+eager JAX): the pool starts one without the warm-up (Kind.plain), where the job compiles only
+what it uses, reading the judge's compilation cache (read-only: nothing a submission compiles
+is kept for another).
 """
 
 from __future__ import annotations
