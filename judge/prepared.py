@@ -1,10 +1,17 @@
 """The selected tests of a problem as the engine needs them: inputs, output shapes and the
-reference's outputs, built once per package version and kept in memory."""
+reference's outputs, built once per package version and kept in memory.
+
+The expected outputs come from a trusted process (judge/trusted/expected.py) that, on a fresh
+machine, may take as long as the submission itself (a Flax reference imports and compiles
+too): `Preparing` gives the inputs at once and computes the outputs meanwhile, so that the
+submission runs while they are computed.
+"""
 
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -44,11 +51,49 @@ def prepare(package: Package, samples_only: bool) -> PreparedTests:
     return prepared
 
 
-def _prepare(package: Package, samples_only: bool) -> PreparedTests:
+_OUTPUTS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="tj-expected")
+
+
+class Preparing:
+    """The selected tests' inputs now (`inputs`, without expected outputs), and the whole
+    PreparedTests once the trusted outputs are there (`result`; `ready` does not wait)."""
+
+    def __init__(self, package: Package, samples_only: bool):
+        key = (package.content_hash, samples_only)
+        with _PREPARED_LOCK:
+            done = _PREPARED.get(key)
+        if done is not None:
+            self.inputs = done
+            self._outputs: Future[PreparedTests] = Future()
+            self._outputs.set_result(done)
+            return
+        tests, args, shapes = _inputs(package, samples_only)
+        self.inputs = PreparedTests(tests, args, shapes, [])
+        self._outputs = _OUTPUTS.submit(prepare, package, samples_only)
+
+    @property
+    def sizes(self) -> list[int]:
+        """Each test's output size, from its shape (the reference's agree: `prepare`)."""
+        return [int(np.prod(s)) for s in self.inputs.shapes]
+
+    def ready(self) -> PreparedTests | None:
+        return self._outputs.result() if self._outputs.done() else None
+
+    def result(self) -> PreparedTests:
+        return self._outputs.result()
+
+
+def _inputs(package: Package, samples_only: bool
+            ) -> tuple[list[TestSpec], list[dict], list[tuple[int, ...]]]:
     tests = package.select(samples_only)
     gen = package.generator
     args = [gen.generate(t.seed, **t.params) for t in tests]
     shapes = [tuple(int(s) for s in gen.output_shape(a)) for a in args]
+    return tests, args, shapes
+
+
+def _prepare(package: Package, samples_only: bool) -> PreparedTests:
+    tests, args, shapes = _inputs(package, samples_only)
     expected = expected_outputs(package, tests)
     for t, s, e in zip(tests, shapes, expected, strict=True):
         if int(np.prod(s)) != e.size:
