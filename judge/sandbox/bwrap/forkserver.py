@@ -296,10 +296,8 @@ class ForkServers:
             config = {"site_dirs": launch.site_dirs, "runner_source": launch.runner_source,
                       "background": background, **config}
             try:
-                # Niced, it may wait long for the CPU on a busy machine: no job waits for it.
                 server = ForkServer(launch.bwrap_path, options_pipe(self._args()), launch.exe,
-                                    config, host_env(),
-                                    startup_timeout_s=900.0 if background else 120.0)
+                                    config, host_env())
             except ForkServerError as e:
                 log.warning("no fork server for %s, sandboxes start another way: %s",
                             ",".join(key) or "python", e)
