@@ -65,10 +65,9 @@ class Kind:
     def plain(self) -> Kind:
         """The kind without its warm-up, preparing itself: imports only, and the job compiles
         what it uses, reading the judge's compilation cache where it has it. What a job
-        that would not use the warm-up runs in (one that compiles its own code), and a job
-        whose kind has no sandbox ready (the pool starts one of these at once rather than
-        wait for a preparation, which runs a whole warm-up: about a thousand operations for
-        eager JAX)."""
+        whose kind has no sandbox ready runs in: the pool starts one of these at once rather
+        than wait for a preparation, which runs a whole warm-up (about a thousand operations
+        for eager JAX; on a fresh machine, compiling them)."""
         return Kind(self.preload, None, self_prepared=True)
 
     def prepare_message(self) -> dict[str, Any]:
