@@ -24,12 +24,12 @@ import threading
 import time
 from collections import OrderedDict, deque
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from dataclasses import dataclass, field
 
 from judge.sandbox.base import Backend, Started
 from judge.sandbox.io_loop import RawRun, RunPlan
 from judge.sandbox.job import Job, Kind
+from judge.sandbox.pool_figures import PoolFigures, PoolStats
 
 log = logging.getLogger("tensorjudge.pool")
 
@@ -49,34 +49,6 @@ class _Slot:
     footprint: int = 400 << 20
     # How long the latest prepared sandboxes of this key took to be ready (seconds).
     prepare_s: deque[float] = field(default_factory=lambda: deque(maxlen=4))
-
-
-@dataclass
-class PoolStats:
-    hits: int = 0  # jobs that found a prepared sandbox
-    waits: int = 0  # jobs that waited for one being prepared
-    cold: int = 0  # jobs that started their own
-    spawned: int = 0
-    discarded: int = 0
-    split: int = 0  # jobs judged in two sandboxes at once
-
-
-@dataclass(frozen=True)
-class PoolFigures:
-    """What a pool says of itself (the service's health)."""
-
-    idle: int  # prepared sandboxes waiting for a job
-    spawning: int
-    idle_memory_mb: int
-    hits: int
-    waits: int
-    cold: int
-    spawned: int
-    discarded: int
-    split: int
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 class SandboxPool:
@@ -112,6 +84,9 @@ class SandboxPool:
         self._spawners = ThreadPoolExecutor(max_workers=spawners,
                                             thread_name_prefix="tj-pool-spawn")
         self._closed = False
+        # Per judging thread: whether its job fell back to a sandbox without the warm-up, and
+        # whether it now waits for prepared sandboxes however long they take.
+        self._local = threading.local()
 
     @classmethod
     def around(cls, sandbox: SandboxPool | Backend) -> SandboxPool:
@@ -129,8 +104,21 @@ class SandboxPool:
         return job.of_kind(self.backend.route(job))
 
     def run(self, job: Job, tests_args: list[dict], plan: RunPlan) -> RawRun:
-        """Run a job that `route` gave in a sandbox of its kind."""
-        return self.execute(self.acquire(job.kind, plan.memory_bytes), job, tests_args, plan)
+        """Run a job that `route` gave in a sandbox of its kind. A time-out in a sandbox
+        without the warm-up (Kind.plain), where the job compiled what a warm-up does ahead,
+        is met again in a prepared sandbox, waited for: its run gives the verdict."""
+        self._local.fell_back = None
+        raw = self.execute(self.acquire(job.kind, plan.memory_bytes), job, tests_args, plan)
+        if not raw.timed_out or self._local.fell_back is None:
+            return raw
+        self._local.patient = True
+        try:
+            raw = self.execute(self.acquire(job.kind, plan.memory_bytes), job, tests_args,
+                               plan)
+        finally:
+            self._local.patient = False
+        raw.rerun_after_timeout = True
+        return raw
 
     def execute(self, sp: Started, job: Job, tests_args: list[dict],
                 plan: RunPlan) -> RawRun:
@@ -195,7 +183,9 @@ class SandboxPool:
             slot = self._slot(kind, memory_bytes)
             slot.last_demand = time.monotonic()
             slot.demand += 1
-            deadline = time.monotonic() + self._wait_for_spare_s(slot)
+            patient = getattr(self._local, "patient", False)
+            deadline = time.monotonic() + (self.prepare_timeout_s if patient
+                                           else self._wait_for_spare_s(slot))
             waited = False
             while True:
                 while slot.ready:
@@ -222,8 +212,12 @@ class SandboxPool:
                     slot.waiting -= 1
             # The spares it did not find are prepared once no job runs: started now, they
             # would take the CPU from this job (a warm-up may have to compile).
+            if patient:
+                self.stats.cold += 1
+                return self.backend.spawn(kind, memory_bytes)  # as it runs
             self._refill_when_idle = True
         self.stats.cold += 1
+        self._local.fell_back = kind
         return self.backend.spawn(kind.plain(), memory_bytes)
 
     def _wait_for_spare_s(self, slot: _Slot) -> float:

@@ -327,3 +327,44 @@ def test_closing_lets_a_job_in_a_prepared_sandbox_finish(sandbox, double):
     t.join(60)
     assert out and out[0].verdict is Verdict.AC, out[0].to_dict() if out else None
     assert p.stats.hits == 1
+
+
+@pytest.mark.timeout(60)
+def test_a_time_out_without_the_warm_up_is_met_again_in_a_prepared_sandbox():
+    """In a sandbox without the warm-up the job compiles what the warm-up does ahead; a
+    time-out there is not a verdict: the job runs again in a prepared sandbox of its kind,
+    waited for however long it takes, and that run's outcome stands."""
+    import threading
+
+    class TimesOutWithoutWarmUp(_StubSandbox):
+        def __init__(self) -> None:
+            super().__init__()
+            self.ran: list[str] = []
+
+        def execute(self, sp: _StubSpawned, job: Job, tests_args: list, plan: object,
+                    acquire: object) -> RawRun:
+            self.ran.append(sp.key)
+            return RawRun(timed_out=sp.key == "?")
+
+    stub = TimesOutWithoutWarmUp()
+    p = SandboxPool(stub, per_key=1, max_idle=4, spawners=2)  # type: ignore[arg-type]
+    plan = RunPlan(time_ms=1000, memory_bytes=1 << 20, output_cap=1024, ole_limit=4096,
+                   expected_sizes=[])
+    try:
+        p.prewarm(_kind("slow"), 1 << 20)  # never ready until released
+        out: list[RawRun] = []
+        runner = threading.Thread(target=lambda: out.append(
+            p.run(Job(_kind("slow"), "", "f"), [], plan)))
+        runner.start()
+        deadline = time.monotonic() + 10
+        while stub.ran != ["?"] and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.3)
+        assert stub.ran == ["?"]  # and now it waits for the prepared one
+        stub.release.set()
+        runner.join(10)
+        assert stub.ran == ["?", "slow"]
+        assert out and not out[0].timed_out and out[0].rerun_after_timeout
+    finally:
+        stub.release.set()
+        p.close()

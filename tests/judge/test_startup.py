@@ -73,3 +73,39 @@ def test_a_load_that_never_pauses_does_not_stop_the_work_for_ever(
     with work.serving(two_problems[0]):
         work.run(two_problems)
     assert len(done) == 4
+
+
+@pytest.mark.sandbox
+@pytest.mark.timeout(180)
+def test_the_submission_runs_while_its_expected_outputs_are_computed(
+        sandbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """On a fresh machine the trusted outputs take about as long as the run (a Flax reference
+    imports and compiles too): the sandbox starts without waiting for them."""
+    import judge.prepared as prepared
+    from judge.engine import judge
+    from judge.sandbox import SandboxPool
+    from judge.verdicts import Verdict
+
+    root = tmp_path / "double"
+    shutil.copytree(FIXTURES / "double", root)
+    toml = root / "problem.toml"
+    toml.write_text(toml.read_text().replace('title = "Double it"', 'title = "Double it now"'))
+    package = load_package(root)  # a version whose outputs no one has computed in memory
+    started = threading.Event()
+    computed = prepared.expected_outputs
+
+    def after_the_start(package: Package, tests: list, **kw: object) -> list:
+        assert started.wait(60), "the expected outputs were waited for before the run"
+        return computed(package, tests, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(prepared, "expected_outputs", after_the_start)
+    pool = SandboxPool.around(sandbox)
+    run = pool.run
+
+    def starting(*args: object) -> object:
+        started.set()
+        return run(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(pool, "run", starting)
+    res = judge(package, "def double(x):\n    return (2 * x).reshape(-1)\n", pool)
+    assert res.verdict is Verdict.AC, res.to_dict()
