@@ -33,9 +33,10 @@ _PREPARED: OrderedDict[tuple[str, bool], PreparedTests] = OrderedDict()
 _PREPARED_LOCK = threading.Lock()
 
 
-def prepare(package: Package, samples_only: bool) -> PreparedTests:
+def prepare(package: Package, samples_only: bool, *, background: bool = False) -> PreparedTests:
     """Inputs, output shapes and expected outputs of the selected tests; kept in memory per
-    package version, since every submission to a problem needs the same ones."""
+    package version, since every submission to a problem needs the same ones (`background`:
+    their trusted process at low priority, for work no submission waits for)."""
     key = (package.content_hash, samples_only)
     with _PREPARED_LOCK:
         if key in _PREPARED:
@@ -43,7 +44,8 @@ def prepare(package: Package, samples_only: bool) -> PreparedTests:
             return _PREPARED[key]
     # The reference's libraries parse source too (outside pysource's lock): a parse in
     # another thread at that moment fails this one, not the next.
-    prepared = pysource.retried_after_parse_race(lambda: _prepare(package, samples_only), 3)
+    prepared = pysource.retried_after_parse_race(
+        lambda: _prepare(package, samples_only, background), 3)
     with _PREPARED_LOCK:
         _PREPARED[key] = prepared
         while len(_PREPARED) > 16:
@@ -92,9 +94,9 @@ def _inputs(package: Package, samples_only: bool
     return tests, args, shapes
 
 
-def _prepare(package: Package, samples_only: bool) -> PreparedTests:
+def _prepare(package: Package, samples_only: bool, background: bool = False) -> PreparedTests:
     tests, args, shapes = _inputs(package, samples_only)
-    expected = expected_outputs(package, tests)
+    expected = expected_outputs(package, tests, background=background)
     for t, s, e in zip(tests, shapes, expected, strict=True):
         if int(np.prod(s)) != e.size:
             raise RuntimeError(f"{package.slug}/{t.name}: output_shape {s} does not match the "
