@@ -85,7 +85,7 @@ class SandboxPool:
                                             thread_name_prefix="tj-pool-spawn")
         self._closed = False
         # Per judging thread: whether its job fell back to a sandbox without the warm-up, and
-        # whether it now waits for prepared sandboxes however long they take.
+        # whether it now runs again in one with the warm-up, whatever it costs.
         self._local = threading.local()
 
     @classmethod
@@ -106,7 +106,8 @@ class SandboxPool:
     def run(self, job: Job, tests_args: list[dict], plan: RunPlan) -> RawRun:
         """Run a job that `route` gave in a sandbox of its kind. A time-out in a sandbox
         without the warm-up (Kind.plain), where the job compiled what a warm-up does ahead,
-        is met again in a prepared sandbox, waited for: its run gives the verdict."""
+        is met again in a sandbox of the kind that runs the warm-up (a prepared one if one
+        is ready, else one started at once at normal priority): its run gives the verdict."""
         self._local.fell_back = None
         raw = self.execute(self.acquire(job.kind, plan.memory_bytes), job, tests_args, plan)
         if not raw.timed_out or self._local.fell_back is None:
@@ -184,8 +185,7 @@ class SandboxPool:
             slot.last_demand = time.monotonic()
             slot.demand += 1
             patient = getattr(self._local, "patient", False)
-            deadline = time.monotonic() + (self.prepare_timeout_s if patient
-                                           else self._wait_for_spare_s(slot))
+            deadline = time.monotonic() + (0.0 if patient else self._wait_for_spare_s(slot))
             waited = False
             while True:
                 while slot.ready:
@@ -212,9 +212,9 @@ class SandboxPool:
                     slot.waiting -= 1
             # The spares it did not find are prepared once no job runs: started now, they
             # would take the CPU from this job (a warm-up may have to compile).
-            if patient:
+            if patient:  # with the warm-up, run in the sandbox itself before the job
                 self.stats.cold += 1
-                return self.backend.spawn(kind, memory_bytes)  # as it runs
+                return self.backend.spawn(kind.preparing_itself(), memory_bytes)
             self._refill_when_idle = True
         self.stats.cold += 1
         self._local.fell_back = kind
