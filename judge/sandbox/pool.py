@@ -212,11 +212,10 @@ class SandboxPool:
                     slot.waiting -= 1
             # The spares it did not find are prepared once no job runs: started now, they
             # would take the CPU from this job (a warm-up may have to compile).
-            if patient:  # with the warm-up, run in the sandbox itself before the job
-                self.stats.cold += 1
-                return self.backend.spawn(kind.preparing_itself(), memory_bytes)
             self._refill_when_idle = True
         self.stats.cold += 1
+        if patient:  # the warm-up run in the sandbox itself, before the job
+            return self.backend.spawn(kind.preparing_itself(), memory_bytes)
         self._local.fell_back = kind
         return self.backend.spawn(kind.plain(), memory_bytes)
 
