@@ -313,7 +313,9 @@ def run_bench(out: Path, runs: int, baseline_runs: int, burst_n: int,
     why_not = docker_available() if with_docker else "not asked for"
     if why_not is not None:
         progress(f"no docker column: {why_not}")
-    with tempfile.TemporaryDirectory(prefix="tj-bench-") as tmp_s:
+    # A stopped server's background trusted processes may still be writing their outputs
+    # there (their own sessions outlive it): the folder goes as far as it can.
+    with tempfile.TemporaryDirectory(prefix="tj-bench-", ignore_cleanup_errors=True) as tmp_s:
         tmp = Path(tmp_s)
         cold_run = None
         cold_cases = [c for c in COLD_CASES if not problems or c.problem in problems]
