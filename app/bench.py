@@ -4,8 +4,9 @@ Servers are measured in one run, each a real `tensorjudge serve` with 2 embedded
 own SQLite database: the judge as configured (a pool of prepared sandboxes, the judge-filled
 compilation cache) idle and under load (a burst, and a sustained stream of submissions from
 several users), a naive judge as the baseline (a fresh sandbox per submission, no pool, no
-cache), and the judge with the docker backend. Figures are printed as a table, with ratios,
-and written to a Markdown file.
+cache), and the judge with the docker backend. First, a cold start (app/bench_cold.py): a judge
+with empty caches and its first Submit of each framework, against fresh plain processes.
+Figures are printed as a table, with ratios, and written to a Markdown file.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from app.bench_client import Case, Client, Sample, Series, server
+from app.bench_cold import COLD_CASES, Cold, cold_report, cold_targets, run_cold
 from app.bench_load import Sustained, burst, machine_cpu_seconds, machine_speed, sustained
 from app.settings import REPO_ROOT
 
@@ -91,7 +93,7 @@ EAGER = "jax, eager, other op order"
 
 
 def targets(fast: dict, naive: dict, burst_rate: float, burst_cpu_per_sub: float | None = None,
-            load: Sustained | None = None) -> list[str]:
+            load: Sustained | None = None, cold: Cold | None = None) -> list[str]:
     """The targets, each against its figure from this same run (rows the run did not measure
     are left out)."""
     rows: list[tuple[str, str, bool]] = []
@@ -137,6 +139,7 @@ def targets(fast: dict, naive: dict, burst_rate: float, burst_cpu_per_sub: float
         t = load.all.pct("wall_ms", 0.9)
         rows.append((f"Sustained {load.rate:g} Flax submission/s (half Run, half Submit): "
                      "p90 at most 1 s", f"{t:,.0f} ms", t <= 1000))
+    rows += cold_targets(cold)
     if not rows:
         return []
     out = ["", "## Targets", "", "| target | this run | met |", "| --- | ---: | --- |"]
@@ -192,7 +195,8 @@ def report(fast: dict, naive: dict, burst_s: float, burst_n: int, burst_cpu_s: f
            pool: dict | None, runs: int, baseline_runs: int,
            docker: dict | None = None, wrong: dict | None = None,
            load: Sustained | None = None,
-           speed: list[dict[str, float] | None] | None = None) -> str:
+           speed: list[dict[str, float] | None] | None = None,
+           cold: Cold | None = None, wrong_docker: dict | None = None) -> str:
     lines = [
         "# tensorjudge benchmark",
         "",
@@ -235,7 +239,10 @@ def report(fast: dict, naive: dict, burst_s: float, burst_n: int, burst_cpu_s: f
                   "container per submission from the pool, the compilation cache in an engine "
                   "volume), measured in the same run; the ratio is its p50 over bubblewrap's."]
     rate = burst_n / burst_s if burst_s else float("nan")
-    lines += targets(fast, naive, rate, burst_cpu_s / burst_n if burst_cpu_s else None, load)
+    lines += targets(fast, naive, rate, burst_cpu_s / burst_n if burst_cpu_s else None, load,
+                     cold)
+    if cold is not None:
+        lines += cold_report(cold)
     lines += ["", "## Burst", "",
               f"{burst_n} Submit (all tests) submissions of the Flax encoder block posted at once "
               f"from 10 clients, 2 workers: drained in {burst_s:.1f} s, "
@@ -268,13 +275,16 @@ def report(fast: dict, naive: dict, burst_s: float, burst_n: int, burst_cpu_s: f
                   "matched against their outputs computed once per problem version, the "
                   "numeric readings, and the probes of the submission that it runs).", "",
                   "| problem | solution | mode | p50 ms | diagnosis p50 ms | diagnosis p90 ms "
-                  "| first finding |",
-                  "| --- | --- | --- | ---: | ---: | ---: | --- |"]
+                  "| docker p50 ms | first finding |",
+                  "| --- | --- | --- | ---: | ---: | ---: | ---: | --- |"]
         for key, s in wrong.items():
             firsts = sorted({x.finding or "(none)" for x in s.samples})
+            d = (wrong_docker or {}).get(key)
             lines.append(f"| {key[0]} | {key[1]} | {key[2]} | {_fmt(s.pct('wall_ms', 0.5))} "
                          f"| {_fmt(s.pct('diagnosis_ms', 0.5))} "
-                         f"| {_fmt(s.pct('diagnosis_ms', 0.9))} | {'; '.join(firsts)} |")
+                         f"| {_fmt(s.pct('diagnosis_ms', 0.9))} "
+                         f"| {_fmt(d.pct('wall_ms', 0.5) if d else float('nan'))} "
+                         f"| {'; '.join(firsts)} |")
     return "\n".join(lines) + "\n"
 
 
@@ -293,59 +303,93 @@ def docker_available() -> str | None:
 
 def run_bench(out: Path, runs: int, baseline_runs: int, burst_n: int,
               problems: list[str] | None, progress: Any = print,
-              with_docker: bool = True, rate: float = 1.0, load_seconds: float = 60.0) -> str:
+              with_docker: bool = True, rate: float = 1.0, load_seconds: float = 60.0,
+              cold: bool = True, only_cold: bool = False) -> str:
+    """The whole benchmark (`only_cold`: the cold start alone, a few minutes)."""
     cases = [c for c in CASES if not problems or c.problem in problems]
     flax = [c for c in cases if c.label == STATEMENT]
     speed = [machine_speed()]
     progress(f"machine speed (fixed workload, ms): {speed[0]}")
-    with tempfile.TemporaryDirectory(prefix="tj-bench-") as tmp_s:
+    why_not = docker_available() if with_docker else "not asked for"
+    if why_not is not None:
+        progress(f"no docker column: {why_not}")
+    # A stopped server's background trusted processes may still be writing their outputs
+    # there (their own sessions outlive it): the folder goes as far as it can.
+    with tempfile.TemporaryDirectory(prefix="tj-bench-", ignore_cleanup_errors=True) as tmp_s:
         tmp = Path(tmp_s)
-        progress("judge as configured (pool of prepared sandboxes, compilation cache):")
-        with server("fast", tmp, {}) as url:
-            client = Client(url)
-            prepared = client.prepared()
-            if prepared is not None:
-                progress(f"  start-up preparation: {prepared:.0f} s")
-            client.settle(120)
-            fast = measure(client, cases, runs, settle=True, progress=progress)
-            wrong = measure(client, [c for c in WRONG_CASES if not problems
-                                     or c.problem in problems],
-                            runs, settle=True, progress=progress)
-            client.settle(120)
-            b_case = next((c for c in cases if c.problem == "encoder-block"), cases[0])
-            burst_s, verdicts, burst_cpu = burst(client, b_case, burst_n)
-            per_sub = f", {burst_cpu / burst_n:.2f} s of CPU each" if burst_cpu else ""
-            progress(f"  burst of {burst_n}: {burst_s:.1f} s{per_sub} ({set(verdicts)})")
-            client.settle(120)
-            load = None
-            if flax and rate > 0 and load_seconds > 0:
-                load = sustained(url, flax, rate, load_seconds)
-                progress(f"  sustained {rate:g}/s for {load_seconds:.0f} s: "
-                         f"p50 {load.all.pct('wall_ms', 0.5):,.0f} ms, "
-                         f"p90 {load.all.pct('wall_ms', 0.9):,.0f} ms")
-                client.settle(120)
-            pool = client.pool()
-        progress("naive judge (a fresh sandbox per submission, no pool, no cache):")
-        # Expected outputs stay cached (they are the judge's, computed once per version).
-        naive_env = {"TENSORJUDGE_POOL_SIZE": "0", "TENSORJUDGE_COMPILE_CACHE": "false",
-                     "TENSORJUDGE_FORK_SERVER": "false", "TENSORJUDGE_FORK_WARMED": "false"}
-        with server("naive", tmp, naive_env) as url:
-            naive = measure(Client(url), cases, baseline_runs, settle=False, progress=progress)
-        docker = None
-        why_not = docker_available() if with_docker else "not asked for"
-        if why_not is None:
-            progress("the same judge with the docker backend (prepared containers):")
-            with server("docker", tmp, {"TENSORJUDGE_SANDBOX": "docker"}) as url:
-                client = Client(url)
-                client.prepared()
-                client.settle(300)
-                docker = measure(client, cases, runs, settle=True, progress=progress)
+        cold_run = None
+        cold_cases = [c for c in COLD_CASES if not problems or c.problem in problems]
+        if (cold or only_cold) and cold_cases:
+            cold_run = run_cold(tmp, progress, docker=why_not is None, cases=cold_cases)
+            cold_run.docker_note = why_not or ""
+        if only_cold:
+            speed.append(machine_speed())
+            text = cold_only_report(cold_run, speed)
         else:
-            progress(f"no docker column: {why_not}")
-    speed.append(machine_speed())
-    progress(f"machine speed (fixed workload, ms): {speed[-1]}")
-    text = report(fast, naive, burst_s, burst_n, burst_cpu, pool, runs, baseline_runs,
-                  docker, wrong, load, speed)
+            text = _run_servers(tmp, cases, flax, problems, runs, baseline_runs, burst_n, rate,
+                                load_seconds, why_not, speed, cold_run, progress)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text)
     return text
+
+
+def cold_only_report(cold: Cold | None, speed: list[dict[str, float] | None]) -> str:
+    lines = ["# tensorjudge benchmark: cold start", "",
+             f"Measured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on "
+             f"{os.cpu_count()} cores with `tensorjudge bench --cold-only`.",
+             *_speed_lines(speed)]
+    if cold is not None:
+        lines += targets({}, {}, float("nan"), None, None, cold)
+        lines += cold_report(cold)
+    return "\n".join(lines) + "\n"
+
+
+def _run_servers(tmp: Path, cases: list[Case], flax: list[Case], problems: list[str] | None,
+                 runs: int, baseline_runs: int, burst_n: int, rate: float,
+                 load_seconds: float, why_not: str | None,
+                 speed: list[dict[str, float] | None], cold: Cold | None,
+                 progress: Any) -> str:
+    """The warm servers: the judge as configured, the naive judge, the docker backend."""
+    wrong_cases = [c for c in WRONG_CASES if not problems or c.problem in problems]
+    progress("judge as configured (pool of prepared sandboxes, compilation cache):")
+    with server("fast", tmp, {}) as url:
+        client = Client(url)
+        prepared = client.prepared()
+        if prepared is not None:
+            progress(f"  start-up preparation: {prepared:.0f} s")
+        client.settle(120)
+        fast = measure(client, cases, runs, settle=True, progress=progress)
+        wrong = measure(client, wrong_cases, runs, settle=True, progress=progress)
+        client.settle(120)
+        b_case = next((c for c in cases if c.problem == "encoder-block"), cases[0])
+        burst_s, verdicts, burst_cpu = burst(client, b_case, burst_n)
+        per_sub = f", {burst_cpu / burst_n:.2f} s of CPU each" if burst_cpu else ""
+        progress(f"  burst of {burst_n}: {burst_s:.1f} s{per_sub} ({set(verdicts)})")
+        client.settle(120)
+        load = None
+        if flax and rate > 0 and load_seconds > 0:
+            load = sustained(url, flax, rate, load_seconds)
+            progress(f"  sustained {rate:g}/s for {load_seconds:.0f} s: "
+                     f"p50 {load.all.pct('wall_ms', 0.5):,.0f} ms, "
+                     f"p90 {load.all.pct('wall_ms', 0.9):,.0f} ms")
+            client.settle(120)
+        pool = client.pool()
+    progress("naive judge (a fresh sandbox per submission, no pool, no cache):")
+    # Expected outputs stay cached (they are the judge's, computed once per version).
+    naive_env = {"TENSORJUDGE_POOL_SIZE": "0", "TENSORJUDGE_COMPILE_CACHE": "false",
+                 "TENSORJUDGE_FORK_SERVER": "false", "TENSORJUDGE_FORK_WARMED": "false"}
+    with server("naive", tmp, naive_env) as url:
+        naive = measure(Client(url), cases, baseline_runs, settle=False, progress=progress)
+    docker = wrong_docker = None
+    if why_not is None:
+        progress("the same judge with the docker backend (prepared containers):")
+        with server("docker", tmp, {"TENSORJUDGE_SANDBOX": "docker"}) as url:
+            client = Client(url)
+            client.prepared()
+            client.settle(300)
+            docker = measure(client, cases, runs, settle=True, progress=progress)
+            wrong_docker = measure(client, wrong_cases, runs, settle=True, progress=progress)
+    speed.append(machine_speed())
+    progress(f"machine speed (fixed workload, ms): {speed[-1]}")
+    return report(fast, naive, burst_s, burst_n, burst_cpu, pool, runs, baseline_runs,
+                  docker, wrong, load, speed, cold, wrong_docker)

@@ -48,6 +48,8 @@ class Settings(BaseSettings):
     # two cores); under load every job keeps to one.
     pool_split: bool = True
     compile_cache: bool = True  # the judge-filled, read-only JAX compilation cache
+    # Where it lives (None: a system folder for root, else the user's cache folder).
+    compile_cache_root: Path | None = None
     # Sandboxes forked from a server that imported the libraries once (root with cgroups;
     # elsewhere, and with false, every sandbox imports them itself).
     fork_server: bool = True
@@ -101,7 +103,8 @@ class Settings(BaseSettings):
         return SandboxConfig(
             kind=self.sandbox, pool_per_key=self.pool_size, pool_max_idle=self.pool_max_idle,
             pool_max_idle_mb=self.pool_max_idle_mb, pool_split=self.pool_split,
-            compile_cache=self.compile_cache, bwrap=self.bwrap, fork_server=self.fork_server,
+            compile_cache=self.compile_cache, cache_root=self.compile_cache_root,
+            bwrap=self.bwrap, fork_server=self.fork_server,
             fork_warmed=self.fork_warmed, docker_host=self.docker_host or None,
             docker_image=self.docker_image, docker_cache_volume=self.docker_cache_volume,
             library_patches=self.library_patches)

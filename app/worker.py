@@ -8,6 +8,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from datetime import timedelta
 from typing import Any
 
@@ -150,10 +151,11 @@ class WorkerThread(threading.Thread):
             progress.start()
             try:
                 package = problems.load_version(ctx, job.version_id)
-                res = self.pool.judge_fn(package, job.code, self.pool.sandbox,
-                                         samples_only=job.mode == "run",
-                                         on_test=progress.on_test,
-                                         split=self._may_split())
+                with self.pool.serving(package):  # the start-up work gives way meanwhile
+                    res = self.pool.judge_fn(package, job.code, self.pool.sandbox,
+                                             samples_only=job.mode == "run",
+                                             on_test=progress.on_test,
+                                             split=self._may_split())
                 result = res.to_dict()
                 timing = res.timing or Timing()
             except Exception as e:  # noqa: BLE001 - never the user's fault
@@ -216,6 +218,12 @@ class WorkerPool:
 
             sandbox = open_sandbox(ctx.settings.sandbox_config(), pooled=True)
         self.sandbox = sandbox
+        # The start-up work (judge.Startup), told of every job so as to give way to it.
+        self.startup: Any = None
+        if hasattr(sandbox, "prewarm"):
+            from judge import Startup
+
+            self.startup = Startup(sandbox, self.stopping)
         self.threads = [WorkerThread(self, queue.worker_name(i)) for i in range(n)]
         self.listener: PgListener | None = None
         if listen and ctx.db.is_postgres:
@@ -263,7 +271,11 @@ class WorkerPool:
         except Exception as e:  # noqa: BLE001 - the pool then fills on demand
             log.warning("cannot list problems to prepare sandboxes", extra={"error": str(e)})
             return
-        prepare_problems(self.sandbox, packages, self.stopping)
+        prepare_problems(self.sandbox, packages, self.stopping, self.startup)
+
+    def serving(self, package: Any) -> AbstractContextManager[Any]:
+        """Around one judgement: the start-up work gives way to it."""
+        return nullcontext() if self.startup is None else self.startup.serving(package)
 
     def _heartbeat(self) -> None:
         while not self.stopping.wait(self.ctx.settings.heartbeat_seconds):

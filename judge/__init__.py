@@ -4,6 +4,7 @@
     validate_package(path, sandbox, ...)     a package proves its own claims -> Report
     mutation_report(package)                 how strong its tests are -> MutationReport
     prepare_problems(pool, packages, stop)   the start-up work, before the first submission
+    Startup(pool, stop)                      the same, giving way to the jobs it is told of
     prepare_tests(package, samples_only)     the selected tests' inputs and expected outputs
     open_sandbox(SandboxConfig(...))         the configured sandbox, pooled or fresh
     and the models: Package, Verdict, JudgeResult...
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
         SandboxUnavailable,
         open_sandbox,
     )
-    from judge.startup import prepare_problems
+    from judge.startup import Startup, prepare_problems
     from judge.validate import Check, Report
     from judge.validate import validate as validate_package
     from judge.verdicts import (
@@ -59,6 +60,7 @@ _FACE: dict[str, tuple[str, str]] = {
     "render_mutation_report": ("judge.mutants.render", "render"),
     "markdown_mutation_report": ("judge.mutants.render", "markdown"),
     "prepare_problems": ("judge.startup", "prepare_problems"),
+    "Startup": ("judge.startup", "Startup"),
     "prepare_tests": ("judge.prepared", "prepare"),
     "PreparedTests": ("judge.prepared", "PreparedTests"),
     "open_sandbox": ("judge.sandbox", "open_sandbox"),
@@ -83,10 +85,10 @@ _FACE: dict[str, tuple[str, str]] = {
 __all__ = ["judge", "fill_compile_cache", "validate_package", "Check", "Report",
            "mutation_report", "MutationReport", "render_mutation_report",
            "markdown_mutation_report",
-           "prepare_problems", "prepare_tests", "PreparedTests", "open_sandbox", "SandboxConfig",
-           "SandboxUnavailable", "SandboxPool", "PoolFigures", "Package", "PackageError",
-           "load_package", "discover", "SLUG_RE", "Verdict", "VERDICT_WORDS", "JudgeResult",
-           "TestResult", "Timing", "aggregate", "cut"]
+           "prepare_problems", "Startup", "prepare_tests", "PreparedTests", "open_sandbox",
+           "SandboxConfig", "SandboxUnavailable", "SandboxPool", "PoolFigures", "Package",
+           "PackageError", "load_package", "discover", "SLUG_RE", "Verdict", "VERDICT_WORDS",
+           "JudgeResult", "TestResult", "Timing", "aggregate", "cut"]
 
 
 def __getattr__(name: str) -> Any:

@@ -23,7 +23,7 @@ from judge.interpret import interpret, test_from_frame
 from judge.kinds import job_for, kinds_for
 from judge.package import Package
 from judge.parallel import idle_sandboxes, judge_in_parts
-from judge.prepared import prepare
+from judge.prepared import PreparedTests, Preparing, prepare
 from judge.sandbox.base import Backend
 from judge.sandbox.io_loop import RunPlan
 from judge.sandbox.pool import SandboxPool
@@ -161,9 +161,11 @@ def _judge(
 ) -> JudgeResult:
     t0 = time.monotonic()
     try:
-        prepared = prepare(package, samples_only)
+        # The trusted outputs are computed while the submission runs (prepared.py).
+        preparing = Preparing(package, samples_only)
     except Exception as e:  # noqa: BLE001 - any failure here is the judge's
         return aggregate([], internal_error=f"preparing the tests failed: {e}")
+    prepared = preparing.inputs
     not_run = [TestResult(t.name, None, message="not run") for t in prepared.tests]
     try:
         tree = pysource.parse(code, filename="solution.py")
@@ -171,15 +173,16 @@ def _judge(
         return aggregate(not_run, compile_error=syntax_error_message(e, code))
     except (ValueError, MemoryError, RecursionError) as e:
         return aggregate(not_run, compile_error=f"the file cannot be parsed: {e}")
-    plan = run_plan(package, [int(e.size) for e in prepared.expected])
+    plan = run_plan(package, preparing.sizes)
     job = job_for(package, code, tree)
     tol = package.manifest.tolerance
     forward: Callable[[wire.Frame], None] | None = None
     if on_test is not None:
         def on_frame(frame: wire.Frame) -> None:
             i = frame.header.get("test")
-            if isinstance(i, int) and 0 <= i < len(prepared.tests):
-                t = test_from_frame(frame, i, prepared, tol)
+            full = preparing.ready()  # progress only once the expected outputs are there
+            if full is not None and isinstance(i, int) and 0 <= i < len(prepared.tests):
+                t = test_from_frame(frame, i, full, tol)
                 if t is not None:
                     on_test(i, t)
 
@@ -194,11 +197,17 @@ def _judge(
         routed = sandbox.route(job)
         parts = idle_sandboxes(sandbox, routed, len(prepared.tests)) if split else None
         if parts:
-            return judge_in_parts(sandbox, parts, routed, prepared, plan, tol), False
+            return judge_in_parts(sandbox, parts, routed, outputs(), plan, tol), False
         raw = sandbox.run(routed, prepared.args, plan)
         if raw.rerun_after_timeout:
             watch.met_twice()
-        return interpret(raw, prepared, tol, plan), raw.rerun_after_timeout
+        return interpret(raw, outputs(), tol, plan), raw.rerun_after_timeout
+
+    def outputs() -> PreparedTests:
+        try:
+            return preparing.result()
+        except Exception as e:  # noqa: BLE001 - any failure here is the judge's
+            raise _PreparationFailed(str(e)) from e
 
     try:
         result, met_twice = attempt()
@@ -214,8 +223,14 @@ def _judge(
                     t.message += again
             if result.verdict is Verdict.TLE and result.message:
                 result.message += again
+    except _PreparationFailed as e:
+        return aggregate([], internal_error=f"preparing the tests failed: {e}")
     except Exception as e:  # noqa: BLE001
         return aggregate(not_run, internal_error=f"the sandbox failed: {e}\n"
                          + traceback.format_exc(limit=3))
     result.wall_ms = (time.monotonic() - t0) * 1000.0
     return result
+
+
+class _PreparationFailed(RuntimeError):
+    """The trusted outputs could not be computed: the judge's fault, said as such."""

@@ -1,11 +1,25 @@
-"""What the judge does before its first submission, so that none waits for it: per problem,
-the compilation cache filled and a prepared sandbox kept ready for each kind of submission,
-and the trusted outputs (expected, and the known mistakes') computed."""
+"""What the judge does before its first submission, so that later ones find it done: per
+problem, the compilation cache filled and a prepared sandbox kept ready for each kind of
+submission, and the trusted outputs (expected, and the known mistakes') computed.
+
+None of it stands between a learner and a verdict. A job being judged needs only its own
+sandbox and its own problem's expected outputs, and gets both at normal priority on its own
+path (a kind not ready yet runs in a sandbox that prepares itself without the warm-up:
+judge/sandbox/pool.py; the expected outputs are computed, or raised to normal priority if
+this work was computing them: judge/trusted/expected.py). This work runs in the background
+(niced sandboxes and processes) and gives way: while a job is being judged (`serving`) it
+starts no new step, and the problems jobs asked for come first when it resumes.
+"""
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import partial
 
 from judge.kinds import kinds_for
 from judge.package import Package
@@ -18,51 +32,129 @@ from judge.trusted.known_mistakes import bank, prepare_mutant_banks
 log = logging.getLogger("tensorjudge.worker")
 
 
-def prepare_problems(pool: SandboxPool, packages: list[Package],
-                     stopping: threading.Event) -> None:
-    """Fill the compilation cache for every problem, then keep prepared sandboxes ready for
-    them; the most expensive to prepare are declared last, so first. Stops early once
-    `stopping` is set; a failure of the pool itself is raised (the pool then prepares on
-    demand)."""
-    # Eager JAX's warm-up is the longest to fill and the least used: every problem's
-    # other kinds first, then the known mistakes (only a wrong answer needs them).
-    later: list[tuple[Package, Kind]] = []
-    for package in packages:
-        for kind in kinds_for(package):
-            if kind.eager_jax:
-                later.append((package, kind))
-            elif not _prepare_kind(pool, package, kind, stopping):
+@dataclass(frozen=True)
+class _Step:
+    problem: str  # the package's content hash
+    what: str
+    run: Callable[[], None]
+
+
+class Startup:
+    """One judge process's start-up work, and the jobs it gives way to. `run` does the
+    work (in a thread of its own); the workers wrap each judgement in `serving`."""
+
+    def __init__(self, pool: SandboxPool, stopping: threading.Event, *,
+                 max_pause_s: float = 60.0):
+        self.pool = pool
+        self.stopping = stopping
+        # Under a load that never pauses, the work still goes on (at its low priority) after
+        # this long: without it every job would keep paying for kinds never prepared.
+        self.max_pause_s = max_pause_s
+        self._cond = threading.Condition()
+        self._serving = 0
+        self._asked: list[str] = []  # problems jobs asked for, latest last
+
+    @contextmanager
+    def serving(self, package: Package) -> Iterator[None]:
+        """Around the judgement of one job (someone waits for its verdict): no step of the
+        start-up work starts meanwhile, and the job's problem is prepared first after it."""
+        with self._cond:
+            self._serving += 1
+            if package.content_hash in self._asked:
+                self._asked.remove(package.content_hash)
+            self._asked.append(package.content_hash)
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._serving -= 1
+                self._cond.notify_all()
+
+    @property
+    def jobs_being_served(self) -> int:
+        with self._cond:
+            return self._serving
+
+    def run(self, packages: list[Package]) -> None:
+        """Do the whole start-up work, step by step, giving way to jobs; stops early once
+        `stopping` is set. A failure of the pool itself is raised (the pool then prepares on
+        demand)."""
+        steps = self._plan(packages)
+        while steps and not self.stopping.is_set():
+            self._give_way()
+            if self.stopping.is_set():
                 return
-    for package in packages:
-        _compute_trusted_outputs(package, stopping)
-    for package, kind in later:
-        if not _prepare_kind(pool, package, kind, stopping):
-            return
-    log.info("sandboxes prepared", extra={"problems": len(packages)})
-    prepare_mutant_banks(packages, stopping)  # last: only a wrong answer's naming needs them
+            step = steps.pop(self._next(steps))
+            step.run()
+        if not self.stopping.is_set():
+            log.info("sandboxes prepared", extra={"problems": len(packages)})
+
+    def _plan(self, packages: list[Package]) -> list[_Step]:
+        """Every problem's kinds but eager JAX's, then the trusted outputs (the known mistakes
+        matter only to a wrong answer), then eager JAX's kinds: the longest to fill and the
+        least used; then the mutants' outcomes."""
+        steps: list[_Step] = []
+        later: list[_Step] = []
+        for package in packages:
+            for kind in kinds_for(package):
+                step = _Step(package.content_hash, f"kind {kind.key}",
+                             _prepare_kind_step(self.pool, package, kind))
+                (later if kind.eager_jax else steps).append(step)
+        for package in packages:
+            steps.append(_Step(package.content_hash, "trusted outputs",
+                               partial(_compute_trusted_outputs, package)))
+        # Last: only a wrong answer's naming needs the mutants' outcomes.
+        mutant_steps = [_Step(package.content_hash, "mutant outcomes",
+                              partial(prepare_mutant_banks, [package], self.stopping))
+                        for package in packages]
+        return steps + later + mutant_steps
+
+    def _next(self, steps: list[_Step]) -> int:
+        """The first step of the problem a job asked for most recently, else the first."""
+        with self._cond:
+            asked = list(reversed(self._asked))
+        for problem in asked:
+            for i, step in enumerate(steps):
+                if step.problem == problem:
+                    return i
+        return 0
+
+    def _give_way(self) -> None:
+        """Wait while jobs are being judged (at most `max_pause_s` in a row)."""
+        deadline = time.monotonic() + self.max_pause_s
+        with self._cond:
+            while self._serving and not self.stopping.is_set():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return
+                self._cond.wait(timeout=min(left, 0.5))
 
 
-def _prepare_kind(pool: SandboxPool, package: Package, kind: Kind,
-                  stopping: threading.Event) -> bool:
-    """Fill the compilation cache for one kind of sandbox and keep one ready; False once
-    `stopping` is set."""
-    if stopping.is_set():
-        return False
-    memory = package.manifest.limits.memory_mb << 20
-    try:
-        pool.fill_compile_cache(kind, memory)
-    except Exception as e:  # noqa: BLE001
-        log.warning("compilation cache not filled",
-                    extra={"problem": package.slug, "error": str(e)})
-    pool.prewarm(kind, memory)
-    return True
+def prepare_problems(pool: SandboxPool, packages: list[Package],
+                     stopping: threading.Event, startup: Startup | None = None) -> None:
+    """The start-up work for `packages` (`startup`: the one the workers' jobs tell of
+    themselves; else one of its own, which no job slows)."""
+    (startup or Startup(pool, stopping)).run(packages)
 
 
-def _compute_trusted_outputs(package: Package, stopping: threading.Event) -> None:
+def _prepare_kind_step(pool: SandboxPool, package: Package, kind: Kind) -> Callable[[], None]:
+    def step() -> None:
+        """Fill the compilation cache for one kind of sandbox (a niced sandbox that runs
+        only the judge's warm-up) and keep one ready."""
+        memory = package.manifest.limits.memory_mb << 20
+        try:
+            pool.fill_compile_cache(kind, memory)
+        except Exception as e:  # noqa: BLE001
+            log.warning("compilation cache not filled",
+                        extra={"problem": package.slug, "error": str(e)})
+        pool.prewarm(kind, memory)
+
+    return step
+
+
+def _compute_trusted_outputs(package: Package) -> None:
     """The expected outputs and those of the package's known mistakes, computed (trusted,
     at low priority) before a submission needs them rather than on its path to a verdict."""
-    if stopping.is_set():
-        return
     try:
         expected_outputs(package, package.tests, background=True)
         bank(package, package.tests, background=True)

@@ -21,14 +21,20 @@ def bench_cmd(
         help="sustained load: how long submissions keep arriving")] = 60.0,
     docker: Annotated[bool, typer.Option(
         help="also measure the docker sandbox backend (needs an engine and the images)")] = True,
+    cold: Annotated[bool, typer.Option(
+        help="begin with the cold start: a judge with empty caches, its first Submit of each "
+             "framework against fresh plain processes")] = True,
+    cold_only: Annotated[bool, typer.Option(
+        help="measure only the cold start (a few minutes)")] = False,
 ) -> None:
-    """Time POST-to-verdict through real servers: the judge as configured against a naive
-    judge (fresh sandbox per submission, no pool, no cache), and the same judge with the
-    docker backend; print and write the table."""
+    """Time POST-to-verdict through real servers: a judge's cold start against fresh plain
+    processes, the judge as configured against a naive judge (fresh sandbox per submission,
+    no pool, no cache), and the same judge with the docker backend; print and write the
+    table."""
     from app.bench import run_bench
 
     text = run_bench(out, runs, baseline_runs, burst, problem,
                      progress=lambda m: typer.echo(m, err=True), with_docker=docker,
-                     rate=rate, load_seconds=load_seconds)
+                     rate=rate, load_seconds=load_seconds, cold=cold, only_cold=cold_only)
     typer.echo(text)
     typer.echo(f"written to {out}", err=True)

@@ -27,9 +27,10 @@ _samples_locks: dict[int, threading.Lock] = {}
 _samples_guard = threading.Lock()
 
 
-def version_samples(ctx: Context, version_id: int) -> list[dict[str, Any]]:
+def version_samples(ctx: Context, version_id: int, *,
+                    background: bool = False) -> list[dict[str, Any]]:
     """The samples shown on a problem's page, computed once per version (it runs the
-    reference) and kept in the database."""
+    reference; `background`: at low priority) and kept in the database."""
     with _samples_guard:
         lock = _samples_locks.setdefault(version_id, threading.Lock())
     with lock:
@@ -41,7 +42,7 @@ def version_samples(ctx: Context, version_id: int) -> list[dict[str, Any]]:
         from judge import prepare_tests as prepare
 
         package = problems.load_version(ctx, version_id)
-        prepared = prepare(package, samples_only=True)
+        prepared = prepare(package, samples_only=True, background=background)
         samples = [
             {
                 "name": t.name,
@@ -88,7 +89,8 @@ def warm_samples(ctx: Context) -> None:
             .where(ProblemVersion.samples.is_(None))))
     for vid in ids:
         try:
-            version_samples(ctx, vid)
+            # At low priority: on a fresh machine the first submissions run meanwhile.
+            version_samples(ctx, vid, background=True)
         except Exception as e:  # noqa: BLE001 - a page can still compute them later
             log.warning("samples not computed", extra={"version_id": vid, "error": str(e)})
 

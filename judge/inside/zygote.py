@@ -310,8 +310,19 @@ def _copy_ahead(runs):
             return  # EINVAL: a kernel without it (the others: a run no longer mapped)
 
 
+def _lower_priority():
+    """A server started for spares, which no job waits for, prepares in the background: its
+    threads' niceness and its session's (the kernel shares the CPU between sessions first).
+    The judge restores both once it is ready, before any sandbox is forked from it."""
+    os.nice(15)
+    with contextlib.suppress(OSError), open("/proc/self/autogroup", "w") as f:
+        f.write("15")
+
+
 def serve(sock):
     config = json.loads(sock.recv(1 << 20))
+    if config.get("background"):
+        _lower_priority()
     _seal_layout()
     runner_main, rehearse = _load(config)
     warm = rehearse is not None

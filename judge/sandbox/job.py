@@ -59,7 +59,16 @@ class Kind:
         return EAGER_JAX in self.preload
 
     def preparing_itself(self) -> Kind:
+        """The kind prepared in its own sandbox, warm-up included (not forked warm)."""
         return replace(self, self_prepared=True)
+
+    def plain(self) -> Kind:
+        """The kind without its warm-up, preparing itself: imports only, and the job compiles
+        what it uses, reading the judge's compilation cache where it has it. What a job
+        whose kind has no sandbox ready runs in: the pool starts one of these at once rather
+        than wait for a preparation, which runs a whole warm-up (about a thousand operations
+        for eager JAX; on a fresh machine, compiling them)."""
+        return Kind(self.preload, None, self_prepared=True)
 
     def prepare_message(self) -> dict[str, Any]:
         """The kind's part of the first message a sandbox reads."""

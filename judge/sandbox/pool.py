@@ -5,6 +5,10 @@ the problem's judge-owned warm-up; then it waits for exactly one job and is dest
 The pool only hides start-up latency: isolation is the same as a fresh sandbox's, because it
 is a fresh sandbox.
 
+A job never waits long for a preparation: where none is ready, or soon (a kind never prepared
+yet, as on a fresh machine), it starts at once, at normal priority, a sandbox of its kind that
+prepares itself without the warm-up (Kind.plain), about what a fresh process costs.
+
 Sandboxes are keyed by their kind (what was prepared in them: libraries + warm-up). The
 pool works over any backend (judge/sandbox/base.py `Backend`); with `per_key` 0 it keeps no
 spares and every job starts a sandbox of its own. It keeps
@@ -20,12 +24,12 @@ import threading
 import time
 from collections import OrderedDict, deque
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from dataclasses import dataclass, field
 
 from judge.sandbox.base import Backend, Started
 from judge.sandbox.io_loop import RawRun, RunPlan
 from judge.sandbox.job import Job, Kind
+from judge.sandbox.pool_figures import PoolFigures, PoolStats
 
 log = logging.getLogger("tensorjudge.pool")
 
@@ -43,34 +47,8 @@ class _Slot:
     waiting: int = 0  # jobs blocked in acquire() for this key
     # Memory a prepared sandbox of this key was seen to hold (a guess until one is seen).
     footprint: int = 400 << 20
-
-
-@dataclass
-class PoolStats:
-    hits: int = 0  # jobs that found a prepared sandbox
-    waits: int = 0  # jobs that waited for one being prepared
-    cold: int = 0  # jobs that started their own
-    spawned: int = 0
-    discarded: int = 0
-    split: int = 0  # jobs judged in two sandboxes at once
-
-
-@dataclass(frozen=True)
-class PoolFigures:
-    """What a pool says of itself (the service's health)."""
-
-    idle: int  # prepared sandboxes waiting for a job
-    spawning: int
-    idle_memory_mb: int
-    hits: int
-    waits: int
-    cold: int
-    spawned: int
-    discarded: int
-    split: int
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    # How long the latest prepared sandboxes of this key took to be ready (seconds).
+    prepare_s: deque[float] = field(default_factory=lambda: deque(maxlen=4))
 
 
 class SandboxPool:
@@ -85,6 +63,7 @@ class SandboxPool:
         prepare_timeout_s: float = 120.0,
         idle_keys_after_s: float = 600.0,
         split_idle: bool = True,
+        spare_wait_s: float = 3.0,
     ):
         self.backend = backend
         self.per_key = per_key
@@ -94,13 +73,20 @@ class SandboxPool:
         self.idle_keys_after_s = idle_keys_after_s
         self.stats = PoolStats()
         self.split_idle = split_idle
+        # A job waits for a spare being prepared only when spares of its kind were seen ready
+        # within this (then a few times as long at most); else it starts its own at once.
+        self.spare_wait_s = spare_wait_s
         self._active = 0  # jobs (or parts) running in sandboxes taken from this pool
-        self._refill_when_idle = False  # a split job's spares, replaced once it is done
+        # Spares a split job took, or a job did not find: prepared once no job runs.
+        self._refill_when_idle = False
         self._slots: OrderedDict[str, _Slot] = OrderedDict()
         self._lock = threading.Condition()
         self._spawners = ThreadPoolExecutor(max_workers=spawners,
                                             thread_name_prefix="tj-pool-spawn")
         self._closed = False
+        # Per judging thread: whether its job fell back to a sandbox without the warm-up, and
+        # whether it now runs again in one with the warm-up, whatever it costs.
+        self._local = threading.local()
 
     @classmethod
     def around(cls, sandbox: SandboxPool | Backend) -> SandboxPool:
@@ -118,8 +104,22 @@ class SandboxPool:
         return job.of_kind(self.backend.route(job))
 
     def run(self, job: Job, tests_args: list[dict], plan: RunPlan) -> RawRun:
-        """Run a job that `route` gave in a sandbox of its kind."""
-        return self.execute(self.acquire(job.kind, plan.memory_bytes), job, tests_args, plan)
+        """Run a job that `route` gave in a sandbox of its kind. A time-out in a sandbox
+        without the warm-up (Kind.plain), where the job compiled what a warm-up does ahead,
+        is met again in a sandbox of the kind that runs the warm-up (a prepared one if one
+        is ready, else one started at once at normal priority): its run gives the verdict."""
+        self._local.fell_back = None
+        raw = self.execute(self.acquire(job.kind, plan.memory_bytes), job, tests_args, plan)
+        if not raw.timed_out or self._local.fell_back is None:
+            return raw
+        self._local.patient = True
+        try:
+            raw = self.execute(self.acquire(job.kind, plan.memory_bytes), job, tests_args,
+                               plan)
+        finally:
+            self._local.patient = False
+        raw.rerun_after_timeout = True
+        return raw
 
     def execute(self, sp: Started, job: Job, tests_args: list[dict],
                 plan: RunPlan) -> RawRun:
@@ -173,17 +173,19 @@ class SandboxPool:
         self._refill()
 
     def acquire(self, kind: Kind, memory_bytes: int) -> Started:
-        """A sandbox of this kind: a prepared one, one being prepared (hurried), or, when none
-        comes in time or the pool keeps no spares, a fresh one that prepares as it runs."""
+        """A prepared sandbox of this kind, or one being prepared (hurried) where that is
+        quick; else a fresh one at normal priority, of the kind without its warm-up (of the
+        kind itself in a pool of no spares)."""
         if self.per_key <= 0:
             self.stats.cold += 1
             return self.backend.spawn(kind, memory_bytes)
         key = kind.key
-        deadline = time.monotonic() + self.prepare_timeout_s
         with self._lock:
             slot = self._slot(kind, memory_bytes)
             slot.last_demand = time.monotonic()
             slot.demand += 1
+            patient = getattr(self._local, "patient", False)
+            deadline = time.monotonic() + (0.0 if patient else self._wait_for_spare_s(slot))
             waited = False
             while True:
                 while slot.ready:
@@ -195,21 +197,39 @@ class SandboxPool:
                         return sp
                     self.stats.discarded += 1
                     threading.Thread(target=sp.destroy, daemon=True).start()
-                if slot.spawning == 0 and not self._closed:
-                    self._start_spawn(key, slot)
-                if time.monotonic() >= deadline or self._closed:
+                left = deadline - time.monotonic()
+                if left <= 0 or self._closed:
                     break
+                if slot.spawning == 0:
+                    self._start_spawn(key, slot)
                 if not waited:
                     self._hurry(slot.starting)
                 waited = True
                 slot.waiting += 1
                 try:
-                    self._lock.wait(timeout=0.5)
+                    self._lock.wait(timeout=min(left, 0.5))
                 finally:
                     slot.waiting -= 1
-        # Nothing came in time: a sandbox of our own (it prepares as it runs).
+            # The spares it did not find are prepared once no job runs: started now, they
+            # would take the CPU from this job (a warm-up may have to compile).
+            self._refill_when_idle = True
         self.stats.cold += 1
-        return self.backend.spawn(kind, memory_bytes)
+        if patient:  # the warm-up run in the sandbox itself, before the job
+            return self.backend.spawn(kind.preparing_itself(), memory_bytes)
+        self._local.fell_back = kind
+        return self.backend.spawn(kind.plain(), memory_bytes)
+
+    def _wait_for_spare_s(self, slot: _Slot) -> float:
+        """Called with the lock held: how long a job of `slot`'s kind may wait for a spare
+        being prepared. Nothing when none was seen ready yet (on a fresh machine: its warm-up
+        may still compile) or they take long (a whole warm-up run in the sandbox: seconds);
+        else twice the quickest of the latest, within [2 s, `spare_wait_s`]."""
+        if not slot.prepare_s:
+            return 0.0
+        seen = min(slot.prepare_s)
+        if seen > self.spare_wait_s:
+            return 0.0
+        return min(max(2 * seen, 2.0), self.spare_wait_s)
 
     @staticmethod
     def _hurry(sandboxes: list[Started]) -> None:
@@ -300,11 +320,14 @@ class SandboxPool:
             log.exception("spawning a sandbox failed")
             ok = False
         used = sp.memory_bytes() if ok and sp is not None else None
+        warm_ms = getattr(sp, "warm_ms", None) if ok else None
         with self._lock:
             slot.spawning -= 1
             slot.starting = [s for s in slot.starting if s is not sp]
             if used:
                 slot.footprint = used
+            if warm_ms is not None:
+                slot.prepare_s.append(warm_ms / 1000.0)
             if ok and sp is not None and not self._closed:
                 slot.ready.append(sp)
                 self.stats.spawned += 1

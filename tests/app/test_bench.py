@@ -9,8 +9,18 @@ from pathlib import Path
 
 import pytest
 
-from app.bench import EAGER, STATEMENT, Sample, Series, machine_cpu_seconds, report, targets
+from app.bench import (
+    EAGER,
+    STATEMENT,
+    Sample,
+    Series,
+    cold_only_report,
+    machine_cpu_seconds,
+    report,
+    targets,
+)
 from app.bench_client import Case
+from app.bench_cold import Cold, ColdRow
 from app.bench_load import Sustained, machine_speed
 
 
@@ -154,7 +164,12 @@ def test_wrong_answers_report_the_diagnosis_share_of_their_time():
                   baseline_runs=1, wrong=wrong)
     row = next(ln for ln in text.splitlines() if ln.startswith("| encoder-block | wrong"))
     cells = [c.strip() for c in row.strip("|").split("|")]
-    assert cells[3:] == ["520", "30", "90", "Post-LN instead of Pre-LN"]
+    assert cells[3:] == ["520", "30", "90", "-", "Post-LN instead of Pre-LN"]
+    # With the docker backend measured, its column is filled on these rows too.
+    text = report({}, {}, burst_s=40.0, burst_n=50, burst_cpu_s=None, pool=None, runs=3,
+                  baseline_runs=1, wrong=wrong, wrong_docker={key: _series(700, 710, 900)})
+    row = next(ln for ln in text.splitlines() if ln.startswith("| encoder-block | wrong"))
+    assert [c.strip() for c in row.strip("|").split("|")][6] == "710"
     assert "## Wrong answers" not in report({}, {}, burst_s=40.0, burst_n=50, burst_cpu_s=None,
                                             pool=None, runs=3, baseline_runs=1)
 
@@ -167,3 +182,38 @@ def test_the_pool_section_states_the_start_up_preparation_the_idle_rows_came_aft
     text = report({}, {}, burst_s=40.0, burst_n=50, burst_cpu_s=None, runs=3, baseline_runs=1,
                   pool={**pool, "prepared_after_s": None})
     assert "start-up work" not in text
+
+
+def _cold_row(problem: str, label: str, judge_ms: float, fresh_ms: float,
+              docker_ms: float | None = None) -> ColdRow:
+    row = ColdRow(Case(problem, label, Path("x.py")), Sample(judge_ms, 0.0, 0.0, "AC"),
+                  fresh_ms, fresh_ms * 0.6, True)
+    if docker_ms is not None:
+        row.docker = Sample(docker_ms, 0.0, 0.0, "AC")
+    return row
+
+
+def test_the_cold_start_is_held_against_fresh_processes_of_the_same_run():
+    cold = Cold([_cold_row("encoder-block", STATEMENT, 12_000, 16_000, 20_000),
+                 _cold_row("decoder-block", EAGER, 18_000, 15_000)])
+    text = report({}, {}, burst_s=40.0, burst_n=50, burst_cpu_s=None, pool=None, runs=3,
+                  baseline_runs=1, cold=cold)
+    assert "## Cold start" in text
+    row = next(ln for ln in text.splitlines() if ln.startswith("| encoder-block | flax"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[2:9] == ["12,000", "16,000", "9,600", "0.75", "20,000", "1.25", "AC"]
+    row = next(ln for ln in text.splitlines() if ln.startswith("| decoder-block | jax"))
+    assert [c.strip() for c in row.strip("|").split("|")][5:7] == ["1.20", "-"]
+    # The worst first verdict decides the target.
+    assert ("| Cold start: each framework's first Submit at most a fresh process's time "
+            "| 1.20x at most (decoder-block, jax, eager, other op order) | **no** |") in text
+    assert "Cold start" not in report({}, {}, burst_s=40.0, burst_n=50, burst_cpu_s=None,
+                                      pool=None, runs=3, baseline_runs=1)
+
+
+def test_the_cold_start_alone_makes_a_report_of_its_own():
+    cold = Cold([_cold_row("decoder-block", "numpy", 900, 1_000)], docker_note="not asked for")
+    text = cold_only_report(cold, [None, None])
+    assert text.startswith("# tensorjudge benchmark: cold start")
+    assert "0.90x at most (decoder-block, numpy) | yes |" in text
+    assert "No docker column: not asked for." in text

@@ -108,6 +108,7 @@ class _StubSpawned:
         self.key = key
         self.niced = background
         self.hurried = threading.Event()
+        self.warm_ms: float | None = None
 
     def foreground(self) -> None:
         self.niced = False
@@ -147,18 +148,34 @@ class _StubSandbox:
     def spawn(self, kind: Kind, memory_bytes: int, background: bool = False) -> _StubSpawned:
         key = kind.warmup.key if kind.warmup is not None else "?"
         self.spawned.append(key)
-        self.last = _StubSpawned(key, background)
-        return self.last
+        sp = _StubSpawned(key, background)
+        if background:
+            self.last = sp
+        return sp
 
     def wait_warm(self, sp: _StubSpawned, timeout_s: float) -> bool:
-        if sp.key == "slow":
-            return self.release.wait(timeout_s)
-        return True
+        ok = self.release.wait(timeout_s) if sp.key == "slow" else True
+        sp.warm_ms = 1.0  # as the real wait_warm sets it: quick, once released
+        return ok
 
     def execute(self, sp: _StubSpawned, job: Job, tests_args: list, plan: object,
                 acquire: object) -> RawRun:
         self.release.wait(30)  # a job runs until released
         return RawRun()
+
+
+def _known_quick(p: SandboxPool, stub: _StubSandbox, key: str) -> None:
+    """One spare of kind `key` prepared (quickly) and taken, the next one left preparing:
+    the pool has seen this kind ready in no time, so its jobs wait for its spares."""
+    p.prewarm(_kind(key), 1 << 20)
+    stub.release.set()
+    assert p.wait_ready(1, 10)
+    stub.release.clear()
+    first = p.acquire(_kind(key), 1 << 20)  # its replacement now waits to be released
+    deadline = time.monotonic() + 10
+    while stub.last is first and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert stub.last is not first
 
 
 @pytest.mark.timeout(60)
@@ -171,10 +188,7 @@ def test_a_spare_a_job_waits_for_prepares_at_normal_priority():
     stub = _StubSandbox()
     p = SandboxPool(stub, per_key=1, max_idle=4, spawners=2)  # type: ignore[arg-type]
     try:
-        p.prewarm(_kind("slow"), 1 << 20)
-        deadline = time.monotonic() + 10
-        while not hasattr(stub, "last") and time.monotonic() < deadline:
-            time.sleep(0.01)
+        _known_quick(p, stub, "slow")
         spare = stub.last
         time.sleep(0.2)
         assert spare.niced and not spare.hurried.is_set()  # nobody waits: it stays niced
@@ -196,12 +210,42 @@ def _kind(key: str) -> Kind:
 
 
 @pytest.mark.timeout(60)
+def test_a_job_whose_kind_is_not_ready_starts_its_own_at_once():
+    """On a fresh machine no spare of a kind is ready and its first preparation may take
+    long (a warm-up that compiles): the job does not wait for it nor hurry it, but starts at
+    normal priority a sandbox of its kind that prepares itself without the warm-up. The
+    spare is prepared, still niced, once no job runs."""
+    stub = _StubSandbox()
+    p = SandboxPool(stub, per_key=1, max_idle=4, spawners=2)  # type: ignore[arg-type]
+    try:
+        p.prewarm(_kind("slow"), 1 << 20)
+        deadline = time.monotonic() + 10
+        while not hasattr(stub, "last") and time.monotonic() < deadline:
+            time.sleep(0.01)
+        spare = stub.last
+        t0 = time.monotonic()
+        own = p.acquire(_kind("slow"), 1 << 20)
+        assert time.monotonic() - t0 < 2
+        assert own is not spare and own.key == "?" and not own.niced  # no warm-up, not niced
+        assert spare.niced and not spare.hurried.is_set()
+        assert p.stats.cold == 1 and p.stats.waits == 0
+        stub.release.set()
+        assert p.wait_ready(1, 10)
+        # Seen ready quickly now: the next job takes the spare.
+        assert p.acquire(_kind("slow"), 1 << 20) is spare
+    finally:
+        stub.release.set()
+        p.close()
+
+
+@pytest.mark.timeout(60)
 def test_a_backlog_gets_the_preparation_not_other_kinds():
     import threading
 
     stub = _StubSandbox()
     p = SandboxPool(stub, per_key=1, max_idle=4, spawners=2)  # type: ignore[arg-type]
     try:
+        _known_quick(p, stub, "slow")
         p.prewarm(_kind("fast"), 1 << 20)
         assert p.wait_ready(1, 10)
         got: list[object] = []
@@ -283,3 +327,40 @@ def test_closing_lets_a_job_in_a_prepared_sandbox_finish(sandbox, double):
     t.join(60)
     assert out and out[0].verdict is Verdict.AC, out[0].to_dict() if out else None
     assert p.stats.hits == 1
+
+
+@pytest.mark.timeout(60)
+def test_a_time_out_without_the_warm_up_is_met_again_with_the_warm_up():
+    """In a sandbox without the warm-up the job compiles what the warm-up does ahead; a
+    time-out there is not a verdict: the job runs again in a sandbox of its kind that runs
+    the warm-up (started at once: a spare being prepared in the background may take long),
+    and that run's outcome stands."""
+    class TimesOutWithoutWarmUp(_StubSandbox):
+        def __init__(self) -> None:
+            super().__init__()
+            self.ran: list[Kind] = []
+
+        def execute(self, sp: _StubSpawned, job: Job, tests_args: list, plan: object,
+                    acquire: object) -> RawRun:
+            self.ran.append(self.kinds[id(sp)])
+            return RawRun(timed_out=sp.key == "?")
+
+        def spawn(self, kind: Kind, memory_bytes: int, background: bool = False
+                  ) -> _StubSpawned:
+            sp = super().spawn(kind, memory_bytes, background)
+            self.kinds = {**getattr(self, "kinds", {}), id(sp): kind}
+            return sp
+
+    stub = TimesOutWithoutWarmUp()
+    p = SandboxPool(stub, per_key=1, max_idle=4, spawners=2)  # type: ignore[arg-type]
+    plan = RunPlan(time_ms=1000, memory_bytes=1 << 20, output_cap=1024, ole_limit=4096,
+                   expected_sizes=[])
+    try:
+        p.prewarm(_kind("slow"), 1 << 20)  # never ready until released
+        raw = p.run(Job(_kind("slow"), "", "f"), [], plan)
+        assert [(k.warmup.key if k.warmup else None, k.self_prepared) for k in stub.ran] == [
+            (None, True), ("slow", True)]
+        assert not raw.timed_out and raw.rerun_after_timeout
+    finally:
+        stub.release.set()
+        p.close()

@@ -191,8 +191,18 @@ def test_numpy_submissions_are_not_forked_warm(warm, eager_double):
     assert warm.fork_servers.forked_warm == before
 
 
-def test_a_pool_reruns_a_handed_back_job_in_a_spare_that_prepares_itself(warm, eager_double):
+def _prepared_pool(warm: BwrapSandbox, package: Package, code: str) -> SandboxPool:
+    """A pool with a sandbox of the job's kind ready (forked warm), as a judge that has been
+    up a while has it: a kind never prepared yet gets a sandbox without the warm-up."""
     pool = SandboxPool(warm, per_key=1, split_idle=False)
+    kind = pool.route(job_for(package, code, parse(code))).kind
+    pool.prewarm(kind, package.manifest.limits.memory_mb << 20)
+    assert pool.wait_ready(1, 120)
+    return pool
+
+
+def test_a_pool_reruns_a_handed_back_job_in_a_spare_that_prepares_itself(warm, eager_double):
+    pool = _prepared_pool(warm, eager_double, NEW_OP)
     handovers = warm.handovers
     try:
         for _ in range(2):
@@ -210,7 +220,7 @@ def test_a_kind_that_keeps_handing_back_is_judged_where_it_compiles(warm, eager_
     only be wasted); one in `retry_every` tries it again, and a job that then needs no
     compilation gives the kind its warm fork back."""
     warm.warm_routing = routing = WarmRouting(window=2, retry_every=3)
-    pool = SandboxPool(warm, per_key=1, split_idle=False)
+    pool = _prepared_pool(warm, eager_double, NEW_OP)
     try:
         def handed_back(code: str) -> int:
             handovers = warm.handovers

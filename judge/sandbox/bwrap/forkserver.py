@@ -99,7 +99,8 @@ class ForkServer:
     def __init__(self, bwrap_path: str, args_r: int, exe: str, config: dict[str, Any],
                  env: dict[str, str], startup_timeout_s: float = 120.0):
         """`args_r`: a pipe with bubblewrap's options, closed here; `config`: what the zygote
-        loads (site folders, libraries, the runner's source)."""
+        loads (site folders, libraries, the runner's source; `background`: it prepares at
+        low priority, restored here once it is ready)."""
         self._lock = threading.Lock()
         self._tail = ""
         self._sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -127,6 +128,8 @@ class ForkServer:
             raise ForkServerError(f"the fork server did not start: {e}; {self._tail}") from e
         self.pid = int(reply.get("pid", 0))
         self.warmed = bool(config.get("warm"))
+        if config.get("background"):
+            _restore_priority(self.pid)
         if reply.get("threads") != 1 and not self.warmed:
             self.close()
             raise ForkServerError(f"the fork server has {reply.get('threads')} threads after "
@@ -199,6 +202,17 @@ class ForkServer:
             self.proc.stderr.close()
 
 
+def _restore_priority(pid: int) -> None:
+    """Undo the zygote's `_lower_priority`: every thread's niceness and its session's
+    autogroup's back to 0, so that what it forks starts at normal priority. Best effort."""
+    with contextlib.suppress(OSError):
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with contextlib.suppress(OSError):
+                os.setpriority(os.PRIO_PROCESS, int(tid), 0)
+    with contextlib.suppress(OSError):
+        Path(f"/proc/{pid}/autogroup").write_text("0")
+
+
 def options_pipe(options: list[str]) -> int:
     """The read end of a pipe holding bubblewrap's options, for `--args FD` (~1 KB: fits the
     pipe buffer, no reader needed)."""
@@ -264,7 +278,8 @@ class ForkServers:
                 server = None
             return server
 
-    def _server(self, key: tuple[str, ...], config: dict[str, Any]) -> ForkServer | None:
+    def _server(self, key: tuple[str, ...], config: dict[str, Any],
+                background: bool = False) -> ForkServer | None:
         server = self._live(key)
         if server is not None:
             return server
@@ -279,7 +294,7 @@ class ForkServers:
                 return None
             launch = self.launch
             config = {"site_dirs": launch.site_dirs, "runner_source": launch.runner_source,
-                      **config}
+                      "background": background, **config}
             try:
                 server = ForkServer(launch.bwrap_path, options_pipe(self._args()), launch.exe,
                                     config, host_env())
@@ -309,7 +324,9 @@ class ForkServers:
         attempts.append((libs, {"preload": list(libs)}, False))
         unmount = ["/proc", "/tmp"] + [str(d) for d in self.launch.cgroup_parents]
         for key, config, warmed in attempts:
-            server = self._server(key, config)
+            # A warmed server started for a spare runs its warm-up in the background (the
+            # jobs of a fresh machine run meanwhile in sandboxes that prepare themselves).
+            server = self._server(key, config, background and warmed)
             if server is None:
                 continue
             try:

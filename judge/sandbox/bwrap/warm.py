@@ -8,6 +8,13 @@ handed back (the runner's `handover`) and runs again from its start in a sandbox
 itself. A job that compiles its own code (jax.jit...) starts there at once; so do the jobs of a
 kind whose latest jobs were all handed back (eager JAX written its own way, say), but for every
 `retry_every`-th, so that a kind whose jobs stop compiling gets the warm fork back.
+
+A handed-back job runs again in a prepared sandbox of its kind that ran the warm-up itself
+where the pool has one ready (most of its operations are then loaded already). Where none is
+ready it does not wait for one (a whole warm-up takes seconds: about a thousand operations for
+eager JAX): the pool starts one without the warm-up (Kind.plain), where the job compiles only
+what it uses, reading the judge's compilation cache (read-only: nothing a submission compiles
+is kept for another).
 """
 
 from __future__ import annotations

@@ -1,0 +1,210 @@
+"""The benchmark's cold scenario: a judge on a fresh machine, against a naive one.
+
+A `serve` with empty caches (a temporary JAX compilation cache, trusted-output cache and
+database) is started, and as soon as it answers, the first Submit of each framework is posted
+at once. Beside each, the same file runs over the same tests in a fresh plain Python process
+(imports and compilation included), the processes started 2 at a time (as 2 workers would)
+from one common start, in the same run: the naive judge the first verdicts are held against.
+"""
+
+from __future__ import annotations
+
+import math
+import pickle
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from app.bench_client import Case, Client, Sample, server
+from app.settings import REPO_ROOT
+
+PROBLEMS = REPO_ROOT / "problems"
+SOLUTIONS = REPO_ROOT / "bench" / "solutions"
+
+
+def _acc(problem: str, name: str) -> Path:
+    return PROBLEMS / problem / "submissions" / "accepted" / name
+
+
+# The first Submit of each framework (eager JAX written unlike the warm-up counts as its own).
+COLD_CASES = [
+    Case("encoder-block", "flax, as the statement", _acc("encoder-block", "compact_class.py")),
+    Case("decoder-block", "numpy", _acc("decoder-block", "numpy_einsum.py")),
+    Case("decoder-block", "jax, jit", _acc("decoder-block", "jax_jit.py")),
+    Case("decoder-block", "jax, eager, other op order", SOLUTIONS / "decoder_block_jax_eager.py"),
+    Case("decoder-block", "torch", _acc("decoder-block", "torch_sdpa.py")),
+]
+
+# The naive judge: the file imported by a plain interpreter and called on each test's inputs
+# (made ahead, outside the clock), each output turned into a NumPy array.
+FRESH = r"""
+import pickle, sys
+import numpy as np
+with open(sys.argv[1], "rb") as f:
+    tests = pickle.load(f)
+path, entry = sys.argv[2], sys.argv[3]
+ns = {"__name__": "solution"}
+with open(path) as f:
+    exec(compile(f.read(), path, "exec"), ns)
+for kwargs in tests:
+    np.asarray(ns[entry](**kwargs))
+"""
+
+
+@dataclass
+class ColdRow:
+    case: Case
+    judge: Sample | None = None
+    fresh_ms: float = math.nan  # the fresh process, from the common start of all of them
+    fresh_alone_ms: float = math.nan  # the same process, from its own start
+    fresh_ok: bool = False
+    docker: Sample | None = None
+
+    def ratio(self, sample: Sample | None) -> float:
+        if sample is None or not self.fresh_ms or math.isnan(self.fresh_ms):
+            return math.nan
+        return sample.wall_ms / self.fresh_ms
+
+
+@dataclass
+class Cold:
+    rows: list[ColdRow] = field(default_factory=list)
+    docker_note: str = ""
+
+
+def first_submits(url: str, cases: list[Case]) -> dict[Case, Sample]:
+    """Each case's Submit posted at once, each timed from its POST to its verdict."""
+    client = Client(url)
+    start = threading.Barrier(len(cases))
+
+    def one(case: Case) -> Sample:
+        start.wait()
+        return client.judge(case, "submit")
+
+    with ThreadPoolExecutor(len(cases)) as ex:
+        futures = {case: ex.submit(one, case) for case in cases}
+        return {case: f.result() for case, f in futures.items()}
+
+
+def fresh_processes(cases: list[Case], tmp: Path, workers: int = 2
+                    ) -> dict[Case, tuple[float, float, bool]]:
+    """Per case: ms from the common start to the end of its fresh process, ms of the process
+    itself, and whether it ran to its end."""
+    from judge import load_package
+
+    jobs: list[tuple[Case, list[str]]] = []
+    for i, case in enumerate(cases):
+        package = load_package(PROBLEMS / case.problem)
+        tests = [package.generator.generate(t.seed, **t.params)
+                 for t in package.select(False)]
+        inputs = tmp / f"fresh-{i}.pkl"
+        inputs.write_bytes(pickle.dumps(tests))
+        jobs.append((case, [sys.executable, "-c", FRESH, str(inputs), str(case.path),
+                            package.entry_point]))
+    t0 = time.perf_counter()
+
+    def run(cmd: list[str]) -> tuple[float, float, bool]:
+        t1 = time.perf_counter()
+        done = subprocess.run(cmd, capture_output=True, timeout=900, cwd=tmp,
+                              env={"PATH": "/usr/bin:/bin", "HOME": str(tmp),
+                                   "JAX_PLATFORMS": "cpu"})
+        t2 = time.perf_counter()
+        return (t2 - t0) * 1000.0, (t2 - t1) * 1000.0, done.returncode == 0
+
+    with ThreadPoolExecutor(workers) as ex:
+        futures = {case: ex.submit(run, cmd) for case, cmd in jobs}
+        return {case: f.result() for case, f in futures.items()}
+
+
+def cold_env(tmp: Path) -> dict[str, str]:
+    """Empty caches of its own for a judge server (its database is new anyway)."""
+    return {"TENSORJUDGE_CACHE_DIR": str(tmp / "cache"),
+            "TENSORJUDGE_COMPILE_CACHE_ROOT": str(tmp / "xla")}
+
+
+def run_cold(tmp: Path, progress: Callable[[str], object], *, docker: bool,
+             cases: list[Case] | None = None) -> Cold:
+    cases = cases or COLD_CASES
+    out = Cold([ColdRow(c) for c in cases])
+    rows = {r.case: r for r in out.rows}
+    progress(f"cold start: a fresh judge, the first Submit of {len(cases)} frameworks at once:")
+    with server("cold", tmp, cold_env(tmp / "cold-caches")) as url:
+        for case, sample in first_submits(url, cases).items():
+            rows[case].judge = sample
+            progress(f"  {case.problem:16} {case.label:28} {sample.wall_ms:9,.0f} ms "
+                     f"{sample.verdict}")
+    if docker:
+        volume = f"tensorjudge-bench-cold-{uuid.uuid4().hex[:8]}"
+        progress(f"  the same with the docker backend (a new, empty cache volume {volume}):")
+        env = {**cold_env(tmp / "cold-docker-caches"), "TENSORJUDGE_SANDBOX": "docker",
+               "TENSORJUDGE_DOCKER_CACHE_VOLUME": volume}
+        try:
+            with server("cold-docker", tmp, env) as url:
+                for case, sample in first_submits(url, cases).items():
+                    rows[case].docker = sample
+                    progress(f"  {case.problem:16} {case.label:28} {sample.wall_ms:9,.0f} ms "
+                             f"{sample.verdict} (docker)")
+        finally:
+            subprocess.run(["docker", "volume", "rm", "-f", volume], capture_output=True,
+                           timeout=120)
+    progress("  fresh plain processes, 2 at a time from one start:")
+    with tempfile.TemporaryDirectory(prefix="tj-fresh-") as fresh_tmp:
+        for case, (ms, alone, ok) in fresh_processes(cases, Path(fresh_tmp)).items():
+            row = rows[case]
+            row.fresh_ms, row.fresh_alone_ms, row.fresh_ok = ms, alone, ok
+            progress(f"  {case.problem:16} {case.label:28} {ms:9,.0f} ms "
+                     f"(alone {alone:,.0f} ms){'' if ok else ' FAILED'}")
+    return out
+
+
+def _ms(x: float | None) -> str:
+    return "-" if x is None or math.isnan(x) else f"{x:,.0f}"
+
+
+def _x(x: float) -> str:
+    return "-" if math.isnan(x) else f"{x:.2f}"
+
+
+def cold_report(cold: Cold) -> list[str]:
+    lines = ["", "## Cold start", "",
+             "A fresh judge: empty compilation cache, trusted-output cache and database; "
+             "`serve` started and, as soon as it answered, the first Submit of each framework "
+             "posted at once (2 workers), each timed from its POST to its verdict (the "
+             "trusted expected outputs computed on the way). *Fresh process*: the same file "
+             "run over the same tests by a plain Python process (imports and compilation "
+             "included), the processes started 2 at a time (as 2 workers) from one common "
+             "start in the same run, timed from that start; *alone*: the process's own time. "
+             "The ratios are the judge's time over the fresh process's.", "",
+             "| problem | solution | judge ms | fresh process ms | alone ms | judge / fresh "
+             "| docker ms | docker / fresh | verdicts |",
+             "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
+    for r in cold.rows:
+        verdicts = {s.verdict for s in (r.judge, r.docker) if s is not None}
+        if not r.fresh_ok:
+            verdicts.add("fresh process failed")
+        lines.append(
+            f"| {r.case.problem} | {r.case.label} | {_ms(r.judge.wall_ms if r.judge else None)} "
+            f"| {_ms(r.fresh_ms)} | {_ms(r.fresh_alone_ms)} | {_x(r.ratio(r.judge))} "
+            f"| {_ms(r.docker.wall_ms if r.docker else None)} | {_x(r.ratio(r.docker))} "
+            f"| {','.join(sorted(verdicts))} |")
+    if cold.docker_note:
+        lines += ["", f"No docker column: {cold.docker_note}."]
+    return lines
+
+
+def cold_targets(cold: Cold | None) -> list[tuple[str, str, bool]]:
+    if cold is None:
+        return []
+    ratios = [(r.ratio(r.judge), r) for r in cold.rows if not math.isnan(r.ratio(r.judge))]
+    if not ratios:
+        return []
+    worst, row = max(ratios, key=lambda x: x[0])
+    return [("Cold start: each framework's first Submit at most a fresh process's time",
+             f"{worst:.2f}x at most ({row.case.problem}, {row.case.label})", worst <= 1.0)]

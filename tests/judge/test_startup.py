@@ -1,0 +1,111 @@
+"""The start-up work gives way to the jobs someone waits for: no step starts while one is being
+judged, and the problems jobs asked for are prepared first."""
+
+from __future__ import annotations
+
+import shutil
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+import judge.startup as startup
+from judge.package import Package, load_package
+from judge.startup import Startup
+from tests.conftest import FIXTURES
+
+
+@pytest.fixture
+def two_problems(tmp_path: Path) -> list[Package]:
+    out = []
+    for i, title in enumerate(("Double it", "Double it again")):
+        root = tmp_path / str(i) / "double"
+        shutil.copytree(FIXTURES / "double", root)
+        toml = root / "problem.toml"
+        toml.write_text(toml.read_text().replace('title = "Double it"', f'title = "{title}"'))
+        out.append(load_package(root))
+    assert out[0].content_hash != out[1].content_hash
+    return out
+
+
+@pytest.mark.timeout(60)
+def test_no_step_starts_while_a_job_is_judged_and_its_problem_comes_first(
+        two_problems: list[Package], monkeypatch: pytest.MonkeyPatch):
+    first, second = two_problems
+    done: list[tuple[str, str]] = []
+    monkeypatch.setattr(startup, "_prepare_kind_step",
+                        lambda pool, package, kind: lambda: done.append(
+                            ("kind", package.content_hash)))
+    monkeypatch.setattr(startup, "_compute_trusted_outputs",
+                        lambda package: done.append(("trusted", package.content_hash)))
+    stopping = threading.Event()
+    work = Startup(pool=None, stopping=stopping)  # type: ignore[arg-type]
+    job = work.serving(second)
+    job.__enter__()
+    runner = threading.Thread(target=work.run, args=(two_problems,))
+    runner.start()
+    try:
+        time.sleep(0.5)
+        assert done == []  # a job is being judged: nothing starts
+        assert work.jobs_being_served == 1
+        job.__exit__(None, None, None)
+        runner.join(10)
+        assert not runner.is_alive()
+        # The asked-for problem's steps first, in their own order, then the others'.
+        assert done == [("kind", second.content_hash), ("trusted", second.content_hash),
+                        ("kind", first.content_hash), ("trusted", first.content_hash)]
+    finally:
+        stopping.set()
+        runner.join(10)
+
+
+@pytest.mark.timeout(60)
+def test_a_load_that_never_pauses_does_not_stop_the_work_for_ever(
+        two_problems: list[Package], monkeypatch: pytest.MonkeyPatch):
+    done: list[str] = []
+    monkeypatch.setattr(startup, "_prepare_kind_step",
+                        lambda pool, package, kind: lambda: done.append("kind"))
+    monkeypatch.setattr(startup, "_compute_trusted_outputs",
+                        lambda package: done.append("trusted"))
+    work = Startup(pool=None, stopping=threading.Event(),  # type: ignore[arg-type]
+                   max_pause_s=0.05)
+    with work.serving(two_problems[0]):
+        work.run(two_problems)
+    assert len(done) == 4
+
+
+@pytest.mark.sandbox
+@pytest.mark.timeout(180)
+def test_the_submission_runs_while_its_expected_outputs_are_computed(
+        sandbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """On a fresh machine the trusted outputs take about as long as the run (a Flax reference
+    imports and compiles too): the sandbox starts without waiting for them."""
+    import judge.prepared as prepared
+    from judge.engine import judge
+    from judge.sandbox import SandboxPool
+    from judge.verdicts import Verdict
+
+    root = tmp_path / "double"
+    shutil.copytree(FIXTURES / "double", root)
+    toml = root / "problem.toml"
+    toml.write_text(toml.read_text().replace('title = "Double it"', 'title = "Double it now"'))
+    package = load_package(root)  # a version whose outputs no one has computed in memory
+    started = threading.Event()
+    computed = prepared.expected_outputs
+
+    def after_the_start(package: Package, tests: list, **kw: object) -> list:
+        assert started.wait(60), "the expected outputs were waited for before the run"
+        return computed(package, tests, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(prepared, "expected_outputs", after_the_start)
+    pool = SandboxPool.around(sandbox)
+    run = pool.run
+
+    def starting(*args: object) -> object:
+        started.set()
+        return run(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(pool, "run", starting)
+    res = judge(package, "def double(x):\n    return (2 * x).reshape(-1)\n", pool)
+    assert res.verdict is Verdict.AC, res.to_dict()
