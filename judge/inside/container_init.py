@@ -98,6 +98,7 @@ def main() -> None:
         ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE, 0
     pipes = {OUT: os.pipe(), ERR: os.pipe(), CHAN: os.pipe()}
     stdin_r, stdin_w = os.pipe()
+    to_runner = [stdin_w]  # until the runner closes its end
     pid = os.fork()
     if pid == 0:
         os.dup2(stdin_r, 0)
@@ -132,8 +133,8 @@ def main() -> None:
                 pressing = not pressing
                 _state(pressing=pressing)
         watched = list(readers) + ([] if judge_gone else [0])
-        writing = [stdin_w] if pending and stdin_w is not None else []
-        ready, can_write, _ = select.select(watched, writing, [], SAMPLE_S)
+        ready, can_write, _ = select.select(watched, to_runner if pending else [], [],
+                                            SAMPLE_S)
         if can_write:
             try:
                 del pending[:os.write(stdin_w, pending)]
@@ -141,14 +142,14 @@ def main() -> None:
                 pass
             except OSError:  # the runner has read its job and closed its end
                 os.close(stdin_w)
-                stdin_w = None
+                to_runner.clear()
                 pending.clear()
         for fd in ready:
             data = os.read(fd, 1 << 16)
             if fd == 0:
                 if not data:
                     judge_gone = True
-                elif stdin_w is not None:
+                elif to_runner:
                     pending += data
                 continue
             if not data:

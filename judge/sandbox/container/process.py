@@ -153,6 +153,12 @@ class ContainerProcess:
         # As a Popen says it: -N for a death by signal N (container_init exits 128 + N).
         self.returncode = -(code - 128) if code > 128 else code
 
+    def end_input(self) -> None:
+        """The end of the container's input (its output still comes): for container_init,
+        the judge is done with it."""
+        with contextlib.suppress(OSError):
+            self._sock.shutdown(socket.SHUT_WR)
+
     def close(self) -> None:
         with contextlib.suppress(OSError):
             self._sock.close()

@@ -188,15 +188,17 @@ class ContainerSpawned:
             self.api.kill(self.cid)
 
     def destroy(self) -> None:
-        """End it; the engine removes it (auto-remove). A runner that finished its job ends
-        by itself (no call to the engine); one still running is killed."""
+        """End it; the engine removes it (auto-remove). Its input's end is enough (its first
+        process then ends the runner and itself: no call to the engine); a container that
+        does not end at that (stalled at its memory limit, say) is killed."""
         if self._destroyed:
             return
         self._destroyed = True
         self.proc.stopped.set()
-        if not self.proc.ended.wait(0.5):
-            # Closing the connection alone would end it too, unless it is stalled.
-            self.kill()
+        if not self.proc.ended.is_set():
+            self.proc.end_input()
+            if not self.proc.ended.wait(2.0):
+                self.kill()
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(10)
         self.oom_killed = self.proc.oom_killed
