@@ -120,10 +120,6 @@ def identity(api: Any) -> Identity:
     return Identity(f"host:{host}:{os.getpid()}#{mark}", "", host)
 
 
-def owner_id(api: Any) -> str:
-    return identity(api).owner
-
-
 def _created_before_start(sandbox: dict, judge_state: dict) -> bool:
     """Whether a sandbox container (a `containers` listing's entry) was made before its
     judge's container last started: it belongs to that judge's earlier life."""
