@@ -18,7 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from judge.sandbox.container.sandbox import DEPLOYMENT_LABEL, WORKER_LABEL
+from judge.sandbox.container.owners import DEPLOYMENT_LABEL, WORKER_LABEL
 from tests import docker_engine
 from tests.app.test_processes import free_port
 from tests.conftest import REPO

@@ -28,14 +28,12 @@ import functools
 import logging
 import os
 import secrets
-import socket
 import subprocess
 import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +45,8 @@ from judge.sandbox.base import (
     SandboxUnavailable,
     sandbox_env,
 )
+from judge.sandbox.container import owners
+from judge.sandbox.container.owners import LABEL, SPAWN_LABEL, identity
 from judge.sandbox.container.process import ContainerProcess
 from judge.sandbox.io_loop import RawRun, RunPlan, pump
 from judge.sandbox.job import Job, Kind
@@ -54,11 +54,6 @@ from judge.sandbox.sources import CONTAINER_INIT_SOURCE, RUNNER_SOURCE
 from judge.wire import FrameReader
 
 log = logging.getLogger("tensorjudge.sandbox")
-LABEL = "org.tensorjudge.sandbox"  # on every sandbox container: who started it
-SPAWN_LABEL = "org.tensorjudge.sandbox.spawn"  # which of that judge's spawns it is
-# The compose project of the judge's container ("" elsewhere) and that container's name.
-DEPLOYMENT_LABEL = "org.tensorjudge.deployment"
-WORKER_LABEL = "org.tensorjudge.worker"
 CHANNEL_FD = 3  # where container_init.py gives the runner its result channel
 DEFAULT_PYTHON = "/usr/bin/python3.11"
 DEFAULT_SITE = "/opt/venv/lib/python3.11/site-packages"
@@ -88,57 +83,6 @@ class ContainerConfig:
     # the volume (the workers of a deployment: their shared cache folder); None: this
     # process's memory only.
     fill_record_root: Path | None = None
-
-
-@dataclass(frozen=True)
-class Identity:
-    """Who starts the sandboxes, as their labels say. `owner`: a judge that is itself a
-    container of this engine names that container (so a judge beside it can tell when it is
-    gone); any other judge its host and pid. After the `#`, this sandbox backend's own mark:
-    one process may hold several (a server's embedded workers, a test session), and each
-    must tell its containers from its siblings', which are alive while the process is."""
-
-    owner: str
-    deployment: str = ""
-    worker: str = ""
-
-    def labels(self, mark: str) -> dict[str, str]:
-        return {LABEL: self.owner, SPAWN_LABEL: mark, DEPLOYMENT_LABEL: self.deployment,
-                WORKER_LABEL: self.worker}
-
-
-def identity(api: Any) -> Identity:
-    mark = secrets.token_hex(6)
-    host = socket.gethostname()
-    with contextlib.suppress(Exception):
-        me = api.inspect_container(host)
-        if str(me["Id"]).startswith(host):
-            labels = me["Config"].get("Labels") or {}
-            return Identity(f"container:{me['Id']}#{mark}",
-                            labels.get("com.docker.compose.project", ""),
-                            str(me.get("Name", "")).lstrip("/"))
-    return Identity(f"host:{host}:{os.getpid()}#{mark}", "", host)
-
-
-def _created_before_start(sandbox: dict, judge_state: dict) -> bool:
-    """Whether a sandbox container (a `containers` listing's entry) was made before its
-    judge's container last started: it belongs to that judge's earlier life."""
-    started = str(judge_state.get("StartedAt", ""))
-    try:
-        when = datetime.fromisoformat(started[:26].rstrip("Z") + "+00:00").timestamp()
-    except ValueError:
-        return False
-    return float(sandbox.get("Created", 0)) < when - 1.0
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 @dataclass
@@ -299,21 +243,7 @@ class ContainerSandbox:
             # Ours: left when it closes, or by a spawn that failed after creating it.
             with self._live_lock:
                 return labels.get(SPAWN_LABEL) not in self._live
-        if c.get("State") != "running":
-            return True
-        kind, _, rest = owner.partition("#")[0].partition(":")
-        if kind == "container":
-            # Gone, stopped, or started again since (a worker killed and restarted, this
-            # one maybe): its process that started the sandbox is gone.
-            try:
-                state = self.api.inspect_container(rest)["State"]
-            except Exception:  # noqa: BLE001 - gone
-                return True
-            return not state.get("Running") or _created_before_start(c, state)
-        if kind == "host":
-            host, _, pid = rest.rpartition(":")
-            return host == socket.gethostname() and pid.isdigit() and not _pid_alive(int(pid))
-        return False
+        return c.get("State") != "running" or owners.judge_gone(self.api, owner, c)
 
     def _forget(self, mark: str) -> None:
         with self._live_lock:
