@@ -76,8 +76,8 @@ def _pid_alive(pid: int) -> bool:
 
 
 def judge_gone(api: Any, owner: str, c: dict) -> bool:
-    """Whether the judge `owner` of the running sandbox container `c` (a `containers`
-    listing's entry) is gone: then so is the process that would end it."""
+    """Whether the judge `owner` of the sandbox container `c` (a `containers` listing's
+    entry, running or just created) is gone: then so is the process that would end it."""
     kind, _, rest = owner.partition("#")[0].partition(":")
     if kind == "container":
         # Gone, stopped, or started again since (a worker killed and restarted, this

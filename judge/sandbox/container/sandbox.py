@@ -243,7 +243,9 @@ class ContainerSandbox:
             # Ours: left when it closes, or by a spawn that failed after creating it.
             with self._live_lock:
                 return labels.get(SPAWN_LABEL) not in self._live
-        return c.get("State") != "running" or owners.judge_gone(self.api, owner, c)
+        # Another judge's: ended, or its judge is gone. One only created is being started
+        # by its judge (between the engine's two calls) unless that judge is gone.
+        return c.get("State") in ("exited", "dead") or owners.judge_gone(self.api, owner, c)
 
     def _forget(self, mark: str) -> None:
         with self._live_lock:
