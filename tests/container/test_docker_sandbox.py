@@ -211,25 +211,28 @@ def test_sibling_backends_of_one_process_leave_each_others_sandboxes_alone():
 
 
 def test_a_reap_while_a_sandbox_is_being_made_leaves_it_alone(monkeypatch):
-    """The periodic reap runs beside spawns (another thread's): a container it lists between
-    its creation and its start is this judge's all the same."""
+    """The periodic reap runs beside spawns (another thread's, another judge's): a container
+    it lists between its creation and its start is a live judge's all the same."""
     docker_engine.images()
     sb = _backend()
+    other = _backend()
     start = sb.api.start
     reaped: list[int] = []
 
     def start_after_a_reap(cid, *args, **kwargs):
         reaped.append(sb.reap_stale())
+        reaped.append(other.reap_stale())
         return start(cid, *args, **kwargs)
 
     monkeypatch.setattr(sb.api, "start", start_after_a_reap)
     sp = sb.spawn(Kind(), 256 << 20)
     try:
-        assert reaped == [0]
+        assert reaped == [0, 0]
         assert sb.wait_warm(sp, 60.0), "the sandbox never got ready"
     finally:
         sp.destroy()
         sb.close()
+        other.close()
     assert _no_containers_left(sb.owner, 5.0) == []
 
 
