@@ -55,7 +55,11 @@ COPY migrations /src/migrations
 COPY alembic.ini /src/
 # Editable, so the service finds its migrations and bundled problems beside its code.
 RUN /opt/venv/bin/pip install --no-cache-dir --no-deps --no-build-isolation -e /src \
- && useradd --system --uid 10001 --home-dir /var/lib/tensorjudge --create-home tensorjudge
+ && useradd --system --uid 10001 --home-dir /var/lib/tensorjudge --create-home tensorjudge \
+ && install -d -o 10001 -g 10001 /var/lib/tensorjudge/cache
+# The bundled problems' expected outputs (`./dev images` computes them, trusted, on the build
+# machine): the workers' shared cache volume starts with them (docs/operations.md).
+COPY --chown=10001:10001 .build/images/trusted/ /var/lib/tensorjudge/cache/
 LABEL org.opencontainers.image.title="tensorjudge" \
       org.opencontainers.image.version="${VERSION}" \
       org.opencontainers.image.description="The tensorjudge service and worker"

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 from judge.sandbox.base import Backend, SandboxUnavailable
 from judge.sandbox.bwrap import BwrapConfig, BwrapSandbox
 from judge.sandbox.config import KINDS, SandboxConfig
@@ -19,12 +22,18 @@ def open_sandbox(config: SandboxConfig, *, pooled: bool = False) -> SandboxPool:
     docker engine unreachable), so a worker fails at start-up, not per job."""
     sandbox: Backend
     if config.kind == "docker":
+        from judge.sandbox import xla_cache
         from judge.sandbox.container import ContainerConfig, ContainerSandbox
 
+        # The record of the volume's filled kinds: beside the trusted outputs, which the
+        # workers of a deployment share (judge/trusted/expected.py's folder).
+        shared = os.environ.get("TENSORJUDGE_CACHE_DIR")
         cconfig = ContainerConfig(docker_host=config.docker_host or None,
                                   compile_cache=config.compile_cache,
                                   cache_volume=config.docker_cache_volume,
-                                  library_patches=config.library_patches)
+                                  library_patches=config.library_patches,
+                                  fill_record_root=(Path(shared) if shared else
+                                                    config.cache_root or xla_cache.default_root()))
         if config.docker_image:
             cconfig.image = config.docker_image
         sandbox = ContainerSandbox(cconfig)

@@ -5,15 +5,18 @@ user code ever runs there), so the cache keys match those of the real sandboxes 
 Later sandboxes load those executables instead of compiling them: a prepared sandbox is ready
 in a fraction of the time, and so is a fresh one's first call. Where the cache lives is the
 backend's (a host folder for bubblewrap, an engine volume for containers); filling it is the
-same for both (`fill`).
+same for both (`fill`). Judges that share a cache (the workers of a deployment) also share the
+record of what it holds and a lock per kind: one fills, the others wait for it and then read.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import logging
 import os
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from importlib import metadata
 from pathlib import Path
 from typing import Protocol
@@ -29,6 +32,7 @@ class FillRecord(Protocol):
 
     def holds(self, kind: Kind) -> bool: ...
     def add(self, kind: Kind) -> None: ...
+    def lock(self, kind: Kind) -> contextlib.AbstractContextManager[None]: ...
 
 
 class MarkerFiles:
@@ -37,6 +41,17 @@ class MarkerFiles:
 
     def __init__(self, cache: Path):
         self.cache = cache
+
+    @contextlib.contextmanager
+    def lock(self, kind: Kind) -> Iterator[None]:
+        """Held while `kind` is filled: by one process of those sharing the folder at a
+        time (an open file's lock: a process that dies releases it)."""
+        fd = os.open(self.cache / f".fill-{kind.key}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
 
     def _marker(self, kind: Kind) -> Path:
         return self.cache / f".filled-{kind.key}"
@@ -57,6 +72,9 @@ class FilledThisProcess:
     def holds(self, kind: Kind) -> bool:
         return kind.key in self._keys
 
+    def lock(self, kind: Kind) -> contextlib.AbstractContextManager[None]:
+        return contextlib.nullcontext()
+
     def add(self, kind: Kind) -> None:
         self._keys.add(kind.key)
 
@@ -68,9 +86,16 @@ def needs_fill(kind: Kind) -> bool:
 def fill(kind: Kind, memory_bytes: int, record: FillRecord,
          spawn_filler: Callable[[Kind, int], Started], timeout_s: float = 300) -> bool:
     """Run `kind`'s warm-up in a sandbox that `spawn_filler` starts with the cache writable,
-    unless the cache holds it already; True when it does."""
+    unless the cache holds it already; True when it does. Another judge filling the same
+    kind of the same cache is waited for."""
     if not needs_fill(kind) or record.holds(kind):
         return True
+    with record.lock(kind):
+        return record.holds(kind) or _fill(kind, memory_bytes, record, spawn_filler, timeout_s)
+
+
+def _fill(kind: Kind, memory_bytes: int, record: FillRecord,
+          spawn_filler: Callable[[Kind, int], Started], timeout_s: float) -> bool:
     sp = spawn_filler(kind, memory_bytes)
     try:
         ok = wait_warm(sp, timeout_s)

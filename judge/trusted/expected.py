@@ -3,12 +3,15 @@
 The key covers everything the numbers depend on: reference and generator source, the test's
 seed and parameters, the precision, and the exact versions of the numeric libraries. Each key
 is computed once at a time in this process (`run_trusted`): a caller that needs outputs a
-worker's background computation is producing waits for them, and raises its priority.
+worker's background computation is producing waits for them, and raises its priority. Across
+processes sharing the cache folder (the workers of a deployment), a lock file per key makes
+one compute and the others read.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import json
 import os
@@ -16,6 +19,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import metadata
@@ -105,7 +109,11 @@ def run_trusted(package: Package, items: list[dict[str, str]], float64: bool, d:
         flight, mine, others = _claim(d, pending, float64, background)
         if mine:
             try:
-                _run(package, mine, float64, d, flight)
+                with _key_locks(d, [item["key"] for item in mine]):
+                    # Another process may have stored some while this one waited for them.
+                    todo = [item for item in mine if not _stored(d, item, float64)]
+                    if todo:
+                        _run(package, todo, float64, d, flight)
             finally:
                 _release(d, mine, flight)
         for other in others:
@@ -147,6 +155,25 @@ def _claim(d: Path, items: list[dict[str, str]], float64: bool,
                 _FLIGHTS[d / item["key"]] = flight
                 mine.append(item)
     return flight, mine, others
+
+
+@contextlib.contextmanager
+def _key_locks(d: Path, keys: list[str]) -> Iterator[None]:
+    """Exclusive locks on `keys` against other processes using the folder, taken in order
+    (two processes never wait for each other). Held by open files: a process that dies
+    releases them."""
+    locks = d / "locks"
+    locks.mkdir(exist_ok=True)
+    held: list[int] = []
+    try:
+        for key in sorted(set(keys)):
+            fd = os.open(locks / key, os.O_RDWR | os.O_CREAT, 0o644)
+            held.append(fd)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        for fd in held:
+            os.close(fd)
 
 
 def _release(d: Path, mine: list[dict[str, str]], flight: _Flight) -> None:

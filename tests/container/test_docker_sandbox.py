@@ -72,6 +72,10 @@ def test_limits_and_confinement(sandbox):
         # Touching every page: the container's memory limit, not a Python MemoryError.
         ("import numpy as np\ndef double(x):\n    a = []\n    while True:\n"
          "        a.append(np.ones(1 << 24))\n"): Verdict.MLE,
+        # Frames filling the memory: killed at the limit, or stalled against it when the
+        # time runs out (the container's cgroup, read from inside it): MLE either way.
+        ("import sys\nsys.setrecursionlimit(10 ** 7)\ndef deep(n):\n    return deep(n + 1) + 1\n"
+         "def double(x):\n    return deep(0)\n"): Verdict.MLE,
         ("import socket\ndef double(x):\n    socket.create_connection(('10.0.0.1', 80), 2)\n"):
             Verdict.RE,
         ("import os\ndef double(x):\n    os.execv('/bin/sh', ['sh', '-c', 'true'])\n"):
@@ -86,6 +90,37 @@ def test_limits_and_confinement(sandbox):
         got = _judge(sandbox, code, time_ms=2000, memory_mb=512)
         assert got.verdict is want, (code, got.to_dict())
     assert _no_containers_left(sandbox.owner) == []
+
+
+# Reads a library file larger than the limit through a mapping, again and again (out of the
+# page cache first, so its pages are charged to the container): each page evicted to make room
+# is read back in next time, and the run stalls at its limit until its time runs out.
+PRESSING = """
+import importlib.util, mmap, os
+def double(x):
+    lib = os.path.join(os.path.dirname(importlib.util.find_spec("torch").origin), "lib")
+    fd = os.open(os.path.join(lib, "libtorch_cpu.so"), os.O_RDONLY)
+    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    m = mmap.mmap(fd, 0, prot=mmap.PROT_READ)
+    total = 0
+    while True:
+        for i in range(0, len(m), 4096):
+            total += m[i]
+"""
+# Near the limit, then only computing: not pressing it.
+COMPUTING = """
+def double(x):
+    block = bytearray(160 << 20)
+    while True:
+        pass
+"""
+
+
+def test_a_run_stalled_at_its_memory_limit_is_mle_one_near_it_computing_tle(sandbox):
+    stalled = _judge(sandbox, PRESSING, time_ms=2000, memory_mb=256)
+    assert stalled.verdict is Verdict.MLE, stalled.to_dict()
+    computing = _judge(sandbox, COMPUTING, time_ms=2000, memory_mb=256)
+    assert computing.verdict is Verdict.TLE, computing.to_dict()
 
 
 def test_the_sandbox_sees_nothing_of_the_judge(sandbox):
@@ -176,23 +211,60 @@ def test_sibling_backends_of_one_process_leave_each_others_sandboxes_alone():
 
 
 def test_a_reap_while_a_sandbox_is_being_made_leaves_it_alone(monkeypatch):
-    """The periodic reap runs beside spawns (another thread's): a container it lists between
-    its creation and its start is this judge's all the same."""
+    """The periodic reap runs beside spawns (another thread's, another judge's): a container
+    it lists between its creation and its start is a live judge's all the same."""
     docker_engine.images()
     sb = _backend()
+    other = _backend()
     start = sb.api.start
     reaped: list[int] = []
 
     def start_after_a_reap(cid, *args, **kwargs):
         reaped.append(sb.reap_stale())
+        reaped.append(other.reap_stale())
         return start(cid, *args, **kwargs)
 
     monkeypatch.setattr(sb.api, "start", start_after_a_reap)
     sp = sb.spawn(Kind(), 256 << 20)
     try:
-        assert reaped == [0]
+        assert reaped == [0, 0]
         assert sb.wait_warm(sp, 60.0), "the sandbox never got ready"
     finally:
         sp.destroy()
         sb.close()
+        other.close()
     assert _no_containers_left(sb.owner, 5.0) == []
+
+
+# A judge that starts a sandbox (and one that only prepares), says so, then waits to be killed.
+DOOMED_JUDGE = """
+import sys, time
+from judge.sandbox import SandboxConfig, open_sandbox
+from judge.sandbox.job import Kind
+sb = open_sandbox(SandboxConfig(kind="docker", docker_image="tensorjudge-sandbox:latest")).backend
+ready = sb.spawn(Kind(), 256 << 20)
+assert sb.wait_warm(ready, 60.0)
+preparing = sb.spawn(Kind(("jax",)), 512 << 20, background=True)
+print(sb.owner, flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_killed_judge_takes_its_sandboxes_with_it():
+    """No judge is left to remove them: each container ends when its judge's connection
+    closes, and the engine removes it (the volume it mounts is then free at once)."""
+    import os
+    import subprocess
+    import sys
+
+    docker_engine.images()
+    proc = subprocess.Popen([sys.executable, "-c", DOOMED_JUDGE], stdout=subprocess.PIPE,
+                            text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+    try:
+        assert proc.stdout is not None
+        owner = proc.stdout.readline().strip()
+        assert owner and len(docker_engine.sandbox_containers(owner)) == 2
+    finally:
+        proc.kill()
+        proc.wait()
+    assert _no_containers_left(owner, 15.0) == []

@@ -3,12 +3,15 @@
 The engine gives one attach socket per container: its stdin, and its stdout and stderr
 multiplexed (8-byte frame headers). The container's PID 1 (container_init.py) carries three
 streams in its stdout as records (1 byte stream, 4 bytes length); a thread here splits them
-back onto three pipes, so the loop reads a container exactly as it reads a local process.
+back onto three pipes, so the loop reads a container exactly as it reads a local process. A
+fourth kind of record says what the container's memory cgroup showed: whether it is pressing
+its limit, and at the end the runner's exit status and whether the OOM killer struck.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import select
 import socket
@@ -18,9 +21,13 @@ import threading
 from collections.abc import Iterator
 from typing import IO, Any
 
+STATE = 4  # container_init's own records
+
 
 class _Stdin:
-    """The container's stdin, a half of the attach socket: closing it ends the input."""
+    """The container's stdin, a half of the attach socket. Closing it does not end the
+    container's input: that end of file tells the container its judge is gone
+    (container_init.py), so it comes only when the whole socket is closed."""
 
     def __init__(self, sock: socket.socket):
         self._sock = sock
@@ -34,10 +41,7 @@ class _Stdin:
         pass
 
     def close(self) -> None:
-        if not self.closed:
-            self.closed = True
-            with contextlib.suppress(OSError):
-                self._sock.shutdown(socket.SHUT_WR)
+        self.closed = True
 
 
 class ContainerProcess:
@@ -49,13 +53,18 @@ class ContainerProcess:
         self.pid = 0
         self.returncode: int | None = None
         self.cpu_s: float | None = None
+        # From container_init's records: the memory cgroup at its limit and faulting now,
+        # the OOM killer's work, and the exit status when it reported one.
+        self.pressing = False
+        self.oom_killed = False
+        self.reported_exit: int | None = None
         out_r, self._out_w = os.pipe()
         err_r, self._err_w = os.pipe()
         self.chan_r, self._chan_w = os.pipe()
         self.stdin: IO[bytes] | None = _Stdin(sock)  # type: ignore[assignment]
         self.stdout: IO[bytes] | None = os.fdopen(out_r, "rb", buffering=0)
         self.stderr: IO[bytes] | None = os.fdopen(err_r, "rb", buffering=0)
-        self._ended = threading.Event()
+        self.ended = threading.Event()
         # Set once the run is over: what still comes is dropped, so a reader that stopped
         # reading (output over the limit, say) never blocks the thread that must see the end.
         self.stopped = threading.Event()
@@ -87,6 +96,9 @@ class ContainerProcess:
                         continue
                     records += chunk
                     for kind, payload in _records(records, 5):
+                        if kind == STATE:
+                            self._state(payload)
+                            continue
                         sink = sinks.get(kind)
                         if sink is not None:
                             self._write(sink, payload)
@@ -94,7 +106,20 @@ class ContainerProcess:
             for fd in sinks.values():
                 with contextlib.suppress(OSError):
                     os.close(fd)
-            self._ended.set()
+            self.ended.set()
+
+    def _state(self, payload: bytes) -> None:
+        try:
+            state = json.loads(payload)
+        except ValueError:
+            return
+        if not isinstance(state, dict):
+            return
+        if "pressing" in state:
+            self.pressing = bool(state["pressing"])
+        if isinstance(state.get("exit"), int):
+            self.oom_killed = bool(state.get("oom_killed"))
+            self.reported_exit = state["exit"]
 
     def _write(self, fd: int, data: bytes) -> None:
         view = memoryview(data)
@@ -107,24 +132,32 @@ class ContainerProcess:
                 return  # the reader is gone: the run is over
 
     def poll(self) -> int | None:
-        if self.returncode is None and self._ended.is_set():
+        if self.returncode is None and self.ended.is_set():
             self._take_status()
         return self.returncode
 
     def wait(self, timeout: float | None = None) -> int:
-        if not self._ended.wait(timeout):
+        if not self.ended.wait(timeout):
             raise subprocess.TimeoutExpired("sandbox container", timeout or 0)
         self._take_status()
         assert self.returncode is not None
         return self.returncode
 
     def _take_status(self) -> None:
-        try:
-            code = int(self.api.wait(self.cid, timeout=30)["StatusCode"])
-        except Exception:  # noqa: BLE001 - removed under us: it was killed
-            code = 128 + 9
+        code = self.reported_exit
+        if code is None:  # killed whole (by the judge, or the OOM killer took PID 1)
+            try:
+                code = int(self.api.wait(self.cid, timeout=5)["StatusCode"])
+            except Exception:  # noqa: BLE001 - removed already (auto-remove): killed
+                code = 128 + 9
         # As a Popen says it: -N for a death by signal N (container_init exits 128 + N).
         self.returncode = -(code - 128) if code > 128 else code
+
+    def end_input(self) -> None:
+        """The end of the container's input (its output still comes): for container_init,
+        the judge is done with it."""
+        with contextlib.suppress(OSError):
+            self._sock.shutdown(socket.SHUT_WR)
 
     def close(self) -> None:
         with contextlib.suppress(OSError):

@@ -6,7 +6,16 @@ dropped, no new privileges, the engine's seccomp profile and then the runner's o
 same one bubblewrap's sandboxes load), memory without swap, a pids and a CPU limit, a
 size-capped /tmp, no log kept by the engine. Wall time is enforced from here by killing the
 container. It is started ahead (it imports and warms up, then blocks on stdin for its one job)
-and removed after the job.
+and removed after the job: the engine removes it as soon as it ends (auto-remove), and it ends
+when its job does or when its judge's connection closes (container_init.py), so a judge that is
+killed takes its sandboxes with it. Labels name the judge that started each one (and the
+deployment and worker container it belongs to): a judge starting removes those of judges that
+are gone, or of its own earlier life.
+
+The memory limit's verdicts come from the container's cgroup as container_init reads it from
+inside (the judge may be a container that cannot see it): whether the OOM killer struck, and
+whether the sandbox was stalled against its limit when its time ran out (then MLE, not TLE:
+the bubblewrap backend's test, judge/sandbox/bwrap/cgroups.py `pressing_limit`).
 
 The engine only needs to be reachable (`TENSORJUDGE_DOCKER_HOST` or `DOCKER_HOST`): the judge
 may itself run in a container beside the sandboxes it starts.
@@ -19,13 +28,13 @@ import functools
 import logging
 import os
 import secrets
-import socket
 import subprocess
 import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from judge import wire
@@ -36,6 +45,8 @@ from judge.sandbox.base import (
     SandboxUnavailable,
     sandbox_env,
 )
+from judge.sandbox.container import owners
+from judge.sandbox.container.owners import LABEL, SPAWN_LABEL, identity
 from judge.sandbox.container.process import ContainerProcess
 from judge.sandbox.io_loop import RawRun, RunPlan, pump
 from judge.sandbox.job import Job, Kind
@@ -43,13 +54,12 @@ from judge.sandbox.sources import CONTAINER_INIT_SOURCE, RUNNER_SOURCE
 from judge.wire import FrameReader
 
 log = logging.getLogger("tensorjudge.sandbox")
-LABEL = "org.tensorjudge.sandbox"  # on every sandbox container: who started it
-SPAWN_LABEL = "org.tensorjudge.sandbox.spawn"  # which of that judge's spawns it is
 CHANNEL_FD = 3  # where container_init.py gives the runner its result channel
 DEFAULT_PYTHON = "/usr/bin/python3.11"
 DEFAULT_SITE = "/opt/venv/lib/python3.11/site-packages"
 REAP_EVERY_S = 60.0  # how often a judge looks for dead judges' containers
 _reaper = ThreadPoolExecutor(max_workers=2, thread_name_prefix="tj-container-reaper")
+_priorities = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tj-container-priority")
 
 
 @dataclass
@@ -69,31 +79,10 @@ class ContainerConfig:
     cache_volume: str = ""  # its name; empty: one named after the sandbox image
     # The sandbox's patches of JAX's and Flax's internals (judge/inside/library_patches.py).
     library_patches: bool = True
-
-
-def owner_id(api: Any) -> str:
-    """Who starts the sandboxes, as their label says: a judge that is itself a container of
-    this engine names that container (so a judge beside it can tell when it is gone); any
-    other judge its host and pid. After the `#`, this sandbox backend's own mark: one process
-    may hold several (a server's embedded workers, a test session), and each must tell its
-    containers from its siblings', which are alive while the process is."""
-    mark = secrets.token_hex(6)
-    host = socket.gethostname()
-    with contextlib.suppress(Exception):
-        me = api.inspect_container(host)
-        if str(me["Id"]).startswith(host):
-            return f"container:{me['Id']}#{mark}"
-    return f"host:{host}:{os.getpid()}#{mark}"
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    # Where the record of the cache's filled kinds is kept, shared by the judges that share
+    # the volume (the workers of a deployment: their shared cache folder); None: this
+    # process's memory only.
+    fill_record_root: Path | None = None
 
 
 @dataclass
@@ -123,10 +112,15 @@ class ContainerSpawned:
         return None  # asking the engine costs a second per container: the pool's guess stands
 
     def foreground(self) -> None:
+        """Back to normal CPU shares: asked of the engine off the job's path (a call takes
+        tens of milliseconds; shares only matter while the CPU is contended)."""
         if self.niced:
             self.niced = False
-            with contextlib.suppress(Exception):
-                self.api.update_container(self.cid, cpu_shares=1024)
+            _priorities.submit(self._foreground)
+
+    def _foreground(self) -> None:
+        with contextlib.suppress(Exception):
+            self.api.update_container(self.cid, cpu_shares=1024)
 
     def kill(self) -> None:
         self.proc.stopped.set()
@@ -134,17 +128,20 @@ class ContainerSpawned:
             self.api.kill(self.cid)
 
     def destroy(self) -> None:
+        """End it; the engine removes it (auto-remove). Its input's end is enough (its first
+        process then ends the runner and itself: no call to the engine); a container that
+        does not end at that (stalled at its memory limit, say) is killed."""
         if self._destroyed:
             return
         self._destroyed = True
-        self.kill()
+        self.proc.stopped.set()
+        if not self.proc.ended.is_set():
+            self.proc.end_input()
+            if not self.proc.ended.wait(2.0):
+                self.kill()
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(10)
-        with contextlib.suppress(Exception):
-            state = self.api.inspect_container(self.cid)["State"]
-            self.oom_killed = bool(state.get("OOMKilled"))
-        with contextlib.suppress(Exception):
-            self.api.remove_container(self.cid, force=True)
+        self.oom_killed = self.proc.oom_killed
         self.proc.close()
         if self.on_destroy is not None:
             self.on_destroy()
@@ -180,20 +177,36 @@ class ContainerSandbox:
         labels = image.labels or {}
         self.python = labels.get("org.tensorjudge.python", DEFAULT_PYTHON)
         self.site_dirs = [labels.get("org.tensorjudge.site-packages", DEFAULT_SITE)]
-        self.owner = owner_id(self.api)
+        self.identity = identity(self.api)
+        self.owner = self.identity.owner
         self.cache_volume: str | None = None
         if self.config.compile_cache:
             self.cache_volume = (self.config.cache_volume
                                  or f"tensorjudge-xla-{image.id.split(':')[-1][:16]}")
             with contextlib.suppress(Exception):  # already there
                 self.api.create_volume(self.cache_volume, labels={LABEL: "compile-cache"})
-        self._filled = xla_cache.FilledThisProcess()
+        self._filled: xla_cache.FillRecord = xla_cache.FilledThisProcess()
+        if self.cache_volume is not None and self.config.fill_record_root is not None:
+            self._filled = self._shared_fill_record(self.config.fill_record_root)
         # Spawn marks of our containers not yet destroyed; a mark is taken before its
         # container exists, so a reap running meanwhile never takes a sandbox being made.
         self._live: set[str] = set()
         self._live_lock = threading.Lock()
         self._reaped_at = time.monotonic()
         self.reap_stale()
+
+    def _shared_fill_record(self, root: Path) -> xla_cache.FillRecord:
+        """Marker files of the kinds filled in the cache volume, kept beside the trusted
+        outputs the workers share: named after the volume and when it was made, so a volume
+        removed and made again starts with none."""
+        try:
+            made = str(self.api.inspect_volume(self.cache_volume).get("CreatedAt", ""))
+            folder = root / "xla-fills" / f"{self.cache_volume}-{_digest(made)}"
+            folder.mkdir(parents=True, exist_ok=True)
+        except Exception as e:  # noqa: BLE001 - then each judge fills for itself
+            log.warning("the compilation cache's fills are not shared: %s", e)
+            return xla_cache.FilledThisProcess()
+        return xla_cache.MarkerFiles(folder)
 
     def close(self) -> None:
         """Remove what this judge and dead judges left (its spares are destroyed by the
@@ -230,18 +243,9 @@ class ContainerSandbox:
             # Ours: left when it closes, or by a spawn that failed after creating it.
             with self._live_lock:
                 return labels.get(SPAWN_LABEL) not in self._live
-        if c.get("State") != "running":
-            return True
-        kind, _, rest = owner.partition("#")[0].partition(":")
-        if kind == "container":
-            try:
-                return not self.api.inspect_container(rest)["State"].get("Running")
-            except Exception:  # noqa: BLE001 - gone
-                return True
-        if kind == "host":
-            host, _, pid = rest.rpartition(":")
-            return host == socket.gethostname() and pid.isdigit() and not _pid_alive(int(pid))
-        return False
+        # Another judge's: ended, or its judge is gone. One only created is being started
+        # by its judge (between the engine's two calls) unless that judge is gone.
+        return c.get("State") in ("exited", "dead") or owners.judge_gone(self.api, owner, c)
 
     def _forget(self, mark: str) -> None:
         with self._live_lock:
@@ -284,6 +288,7 @@ class ContainerSandbox:
             nano_cpus=int(cfg.cpus * 1e9),
             cpu_shares=2 if background else 1024,
             tmpfs={"/tmp": f"size={cfg.tmpfs_bytes},mode=1777"},
+            auto_remove=True,
             shm_size=1 << 20,
             log_config={"type": "none", "config": {}},
             ipc_mode="private",
@@ -302,7 +307,7 @@ class ContainerSandbox:
                 hostname="sandbox",
                 stdin_open=True,
                 tty=False,
-                labels={LABEL: self.owner, SPAWN_LABEL: mark},
+                labels=self.identity.labels(mark),
                 volumes=[XLA_CACHE_IN_SANDBOX] if volumes else None,
                 host_config=host_config,
             )
@@ -339,12 +344,19 @@ class ContainerSandbox:
             with contextlib.suppress(Exception):
                 self.api.update_container(sp.cid, mem_limit=plan.memory_bytes,
                                           memswap_limit=plan.memory_bytes)
+        pressing: list[bool] = []
+
+        def kill() -> None:
+            pressing.append(sp.proc.pressing)
+            sp.kill()
+
         try:
-            raw = pump(sp.proc, sp.chan_r, wire.encode_job(msg, tests_args), plan, sp.kill,
+            raw = pump(sp.proc, sp.chan_r, wire.encode_job(msg, tests_args), plan, kill,
                        self.config.startup_timeout_s, reader=sp.reader)
         except BaseException:
             sp.destroy()
             raise
+        raw.memory_bound = any(pressing)
         if raw.finished:
             _reaper.submit(sp.destroy)
             return raw
@@ -352,3 +364,9 @@ class ContainerSandbox:
         raw.oom_killed = sp.oom_killed
         raw.spawn_warm_ms = sp.warm_ms
         return raw
+
+
+def _digest(text: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(text.encode()).hexdigest()[:12]

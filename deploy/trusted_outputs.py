@@ -1,0 +1,49 @@
+"""The bundled problems' expected outputs, computed for the app image (`scripts/images` runs
+this with the judge's own environment, whose library versions the images install).
+
+    python deploy/trusted_outputs.py OUT
+
+OUT/expected then holds them as judge/trusted/expected.py stores them (keyed by content: the
+reference, the generator, the test, the library versions), and nothing else: what no bundled
+problem needs any more is removed. OUT is kept between builds, so only what changed is
+computed again. The image copies them into the workers' shared cache folder; a new volume
+starts with them, so no worker computes them before its first verdict.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def main(out: Path) -> None:
+    os.environ["TENSORJUDGE_CACHE_DIR"] = str(out)  # read by judge.trusted.expected
+    # This checkout's judge, here and in the trusted processes it starts.
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        [str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])])
+    sys.path.insert(0, str(REPO))
+    from judge.package import discover, load_package
+    from judge.trusted.expected import cache_dir, expected_outputs, test_key
+
+    t0 = time.monotonic()
+    keep: set[str] = set()
+    for path in discover(REPO / "problems"):
+        package = load_package(path)
+        expected_outputs(package, package.tests)
+        keep |= {test_key(package, t) for t in package.tests}
+    folder = cache_dir()
+    shutil.rmtree(folder / "locks", ignore_errors=True)
+    for f in folder.iterdir():
+        if f.is_file() and f.name.split(".", 1)[0] not in keep:
+            f.unlink()
+    print(f"[images] trusted outputs of the bundled problems ready in "
+          f"{time.monotonic() - t0:.0f} s ({len(keep)} tests)", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]).resolve())
