@@ -82,6 +82,9 @@ def test_a_group_reading_past_its_limit_presses_it(group: Cgroup, tmp_path: Path
         while (group.usage_bytes() or 0) < 60 << 20 and time.monotonic() < deadline:
             time.sleep(0.05)
         assert group.pressing_limit(0.5)
+        # Its page cache charged at the limit, page after page: the limit is met again and
+        # again.
+        assert group.at_limit(0.5)
     finally:
         proc.kill()
         proc.wait()
@@ -92,6 +95,7 @@ def test_a_group_sleeping_near_its_limit_does_not(group: Cgroup):
     try:
         assert (group.usage_bytes() or 0) >= 48 << 20
         assert not group.pressing_limit(0.5)
+        assert not group.at_limit(0.5)
     finally:
         proc.kill()
         proc.wait()

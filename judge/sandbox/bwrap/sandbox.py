@@ -346,13 +346,15 @@ class BwrapSandbox:
 
         def kill() -> None:
             if cgroup is not None:
-                pressing.append(cgroup.pressing_limit())
+                # Evidence for MLE, read before the kill: the group still working against
+                # its memory limit (a run stalled there uses little CPU: the wall guard ends it).
+                pressing.append(cgroup.pressing_limit() or cgroup.at_limit())
                 cgroup.kill_all()
             sp.kill_group()
 
         try:
             raw = pump(sp.proc, sp.chan_r, wire.encode_job(msg, tests_args), plan, kill,
-                       self.config.startup_timeout_s, reader=sp.reader)
+                       self.config.startup_timeout_s, reader=sp.reader, cpu=sp.cpu_seconds)
         except BaseException:
             sp.destroy()
             raise

@@ -59,6 +59,11 @@ class Spawned:
         """Memory charged to the sandbox now (None without a memory cgroup)."""
         return self.cgroup.usage_bytes() if self.cgroup is not None else None
 
+    def cpu_seconds(self) -> float | None:
+        """CPU time of everything in the sandbox so far, from its cgroup (forked sandboxes
+        join it too); None without one."""
+        return self.cgroup.cpu_seconds() if self.cgroup is not None else None
+
     def kill_group(self) -> None:
         """SIGKILL to the process group a bubblewrap sandbox runs in. A forked sandbox's first
         process is not the judge's child, so its pid may be reused once it is gone: those are

@@ -108,6 +108,9 @@ class ContainerSpawned:
     def alive(self) -> bool:
         return self.proc.poll() is None and self.reader.error is None
 
+    def cpu_seconds(self) -> float | None:
+        return self.proc.cpu_seconds()
+
     def memory_bytes(self) -> int | None:
         return None  # asking the engine costs a second per container: the pool's guess stands
 
@@ -352,7 +355,7 @@ class ContainerSandbox:
 
         try:
             raw = pump(sp.proc, sp.chan_r, wire.encode_job(msg, tests_args), plan, kill,
-                       self.config.startup_timeout_s, reader=sp.reader)
+                       self.config.startup_timeout_s, reader=sp.reader, cpu=sp.cpu_seconds)
         except BaseException:
             sp.destroy()
             raise
