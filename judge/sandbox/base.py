@@ -42,6 +42,8 @@ class Started(Protocol):
     # The sandbox's CPU time so far, all its processes (None where the backend cannot read
     # it): the clock its time limits run on (io_loop.pump).
     def cpu_seconds(self) -> float | None: ...
+    # Whether a thread of it is running or waiting for a CPU now (False where unknown).
+    def computing(self) -> bool: ...
     def foreground(self) -> None: ...  # back to normal CPU priority (spares prepare niced)
 
 

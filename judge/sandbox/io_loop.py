@@ -187,14 +187,16 @@ def pump(
     startup_timeout_s: float,
     reader: FrameReader | None = None,
     cpu: Callable[[], float | None] | None = None,
+    computing: Callable[[], bool] | None = None,
 ) -> RawRun:
     """`reader` carries frames already read during preparation (a pooled sandbox's `warm`);
     `cpu` is the sandbox's CPU clock (Started.cpu_seconds: total seconds, None where it
-    cannot be read), without which the limits are on the wall clock."""
+    cannot be read), without which the limits are on the wall clock; `computing`
+    (Started.computing) keeps the wall guard off a sandbox the host starves of CPU."""
     raw = RawRun()
     t0 = time.monotonic()
     limits = PhaseLimits(cpu, t0, startup_timeout_s, plan.wall_guard, plan.job_cpu_s,
-                         plan.compile_budget_ms / 1000)
+                         plan.compile_budget_ms / 1000, computing)
     writer = threading.Thread(target=_writer, args=(proc, job), daemon=True)
     writer.start()
     assert proc.stdout is not None and proc.stderr is not None

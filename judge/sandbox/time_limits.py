@@ -3,8 +3,10 @@
 A phase of the submission's (its module, each test) is limited by the sandbox's CPU time, read
 from the backend's CPU clock (the sandbox's cgroup): what the machine does besides cannot move
 it. A wall-clock guard, WALL_GUARD times the larger of the limit and the CPU the phase has used,
-ends code that sleeps or waits; a computing process meets it only on a host that gives it less
-than 1/WALL_GUARD of a core. Without a CPU clock, the limits are on the wall clock.
+ends code that sleeps or waits. Before it does, it looks at the sandbox's threads: while one is
+running or waiting for a CPU, the sandbox is computing on a host that gives it less than
+1/WALL_GUARD of a core, and the guard waits (the whole job's guard does not). Without a CPU
+clock, the limits are on the wall clock.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Literal
 # The wall-clock guard's factor (docs/judging.md, "Limits").
 WALL_GUARD = 4.0
 CPU_POLL_S = 0.025  # how often the CPU clock is read while the sandbox runs
+PROBE_S = 0.2  # how often, past its wall guard, a phase looks for threads that compute
 # Why a run was stopped on time: its CPU limit, the wall guard, or the wall-clock limit of a
 # backend without a CPU clock.
 TimeLimit = Literal["cpu", "wall_guard", "wall"]
@@ -27,9 +30,12 @@ class PhaseLimits:
 
     def __init__(self, cpu: Callable[[], float | None] | None, now: float,
                  startup_timeout_s: float, wall_guard: float, job_cpu_s: float,
-                 compile_budget_s: float):
-        """`job_cpu_s`: all the job may spend from `ready` on, the compile budget included."""
+                 compile_budget_s: float, computing: Callable[[], bool] | None = None):
+        """`job_cpu_s`: all the job may spend from `ready` on, the compile budget included;
+        `computing`: whether a thread of the sandbox is running or waiting for a CPU now."""
         self.wall_guard, self.job_cpu_s = wall_guard, job_cpu_s
+        self._computing = computing
+        self._probed, self._was_computing = float("-inf"), False
         self.job_base_s = job_cpu_s - compile_budget_s
         self._cpu = cpu
         self._cpu0 = cpu() if cpu is not None else None
@@ -70,11 +76,21 @@ class PhaseLimits:
             return "wall_guard"
         return None
 
+    def _starved(self, now: float) -> bool:
+        """Whether the sandbox computes still, slowed by the host (looked at every PROBE_S)."""
+        if self._computing is None:
+            return False
+        if now - self._probed >= PROBE_S:
+            self._probed, self._was_computing = now, self._computing()
+        return self._was_computing
+
     def over(self, now: float) -> TimeLimit | None:
         """Which limit the run is past, if any."""
         cpu = self.cpu()
         used = None if cpu is None or self._c is None else cpu - self._c
         hit = self._over(now - self._t, used, self._allow, self._base, self._wall_only)
+        if hit == "wall_guard" and self._starved(now):
+            hit = None
         if hit is None and self._job is not None:
             t, c = self._job
             hit = self._over(now - t, None if cpu is None or c is None else cpu - c,
@@ -118,3 +134,26 @@ def cgroup_cpu_seconds(group: Path) -> float | None:
     except (OSError, ValueError):
         pass
     return None
+
+
+def group_computing(group: Path) -> bool:
+    """Whether a thread in the cgroup is running or waiting for a CPU (state R): v1 lists
+    every thread in `tasks`, v2 in `cgroup.threads`."""
+    for name in ("tasks", "cgroup.threads"):
+        try:
+            tids = (group / name).read_text().split()
+            break
+        except OSError:
+            continue
+    else:
+        return False
+    for tid in tids:
+        try:
+            with open(f"/proc/{int(tid)}/stat", "rb") as f:
+                stat = f.read()
+        except (OSError, ValueError):
+            continue
+        fields = stat.rpartition(b")")[2].split()
+        if fields and fields[0] == b"R":
+            return True
+    return False

@@ -6,34 +6,62 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
+from collections.abc import Iterator
 
 import pytest
 
 from judge.interpret import charge_time
-from judge.sandbox.bwrap.cgroups import CgroupManager
+from judge.sandbox.bwrap.cgroups import Cgroup, CgroupManager
 from judge.sandbox.io_loop import RunPlan
-from judge.sandbox.time_limits import PhaseLimits, compile_s
+from judge.sandbox.time_limits import PhaseLimits, compile_s, group_computing
 from judge.verdicts import TestResult, Verdict
 
 
-@pytest.mark.sandbox
-def test_a_groups_cpu_clock_counts_what_runs_in_it():
+@pytest.fixture
+def group() -> Iterator[Cgroup]:
     manager = CgroupManager()
     if not manager.available:
         pytest.skip("no cgroups here")
-    group = manager.create(256 << 20, 64)
+    g = manager.create(256 << 20, 64)
+    yield g
+    g.remove()
+
+
+def _in_group(group: Cgroup, body: str) -> subprocess.Popen:
+    joins = "".join(f"open({str(p)!r}, 'w').write(str(os.getpid()))\n"
+                    for p in group.procs_files)
+    return subprocess.Popen([sys.executable, "-c", "import os, time\n" + joins
+                             + "print('in', flush=True)\n" + body],
+                            stdout=subprocess.PIPE, text=True)
+
+
+@pytest.mark.sandbox
+def test_a_groups_cpu_clock_counts_what_runs_in_it(group: Cgroup):
+    assert group.cpu_seconds() is not None, "cgroups without a CPU clock"
+    before = group.cpu_seconds() or 0.0
+    proc = _in_group(group, "end = time.process_time() + 0.3\n"
+                     "while time.process_time() < end:\n    pass\n")
+    assert proc.wait(120) == 0
+    # What the process spent (its interpreter's start-up included), and no less.
+    assert (group.cpu_seconds() or 0.0) - before >= 0.3
+
+
+@pytest.mark.sandbox
+@pytest.mark.parametrize("body, computes", [("while True:\n    pass\n", True),
+                                            ("time.sleep(1000)\n", False)],
+                         ids=["spinning", "sleeping"])
+def test_a_group_computes_while_a_thread_runs(group: Cgroup, body: str, computes: bool):
+    assert group.cpuacct_dir is not None
+    proc = _in_group(group, body)
     try:
-        assert group.cpu_seconds() is not None, "cgroups without a CPU clock"
-        before = group.cpu_seconds() or 0.0
-        joins = "".join(f"open({str(p)!r}, 'w').write(str(os.getpid()))\n"
-                        for p in group.procs_files)
-        spin = ("import os, time\n" + joins
-                + "end = time.process_time() + 0.3\nwhile time.process_time() < end:\n    pass\n")
-        subprocess.run([sys.executable, "-c", spin], check=True, timeout=120)
-        # What the process spent (its interpreter's start-up included), and no less.
-        assert (group.cpu_seconds() or 0.0) - before >= 0.3
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "in"
+        time.sleep(0.1)
+        seen = [group_computing(group.cpuacct_dir) for _ in range(5)]
+        assert any(seen) if computes else not any(seen)
     finally:
-        group.remove()
+        proc.kill()
+        proc.wait()
 
 
 class Clock:
@@ -72,6 +100,19 @@ def test_the_wall_guard_grows_with_the_cpu_used_and_catches_a_sleeper():
     clock.s = 1.8  # computing, with grace for compilation: the guard is 4 x 1.8 s
     assert lim.over(7.0) is None
     assert lim.over(7.3) == "wall_guard"
+
+
+def test_the_wall_guard_waits_while_the_host_starves_a_computing_sandbox():
+    clock, computing = Clock(), [True]
+    lim = PhaseLimits(clock, 0.0, startup_timeout_s=30.0, wall_guard=4.0, job_cpu_s=20.0,
+                      compile_budget_s=10.0, computing=lambda: computing[0])
+    lim.start_job(0.0)
+    lim.enter("test", 0.0, allow_s=1.0)
+    assert lim.over(5.0) is None  # runnable, 0 s of CPU in 5 s: the host's doing
+    computing[0] = False
+    assert lim.over(5.3) == "wall_guard"  # now it waits for something else
+    computing[0] = True
+    assert lim.over(4.0 * 10.0 + 1) == "wall_guard"  # the job's own guard does not wait
 
 
 def test_the_whole_job_has_a_limit_however_the_phases_are_reset():

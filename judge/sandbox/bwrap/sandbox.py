@@ -354,7 +354,8 @@ class BwrapSandbox:
 
         try:
             raw = pump(sp.proc, sp.chan_r, wire.encode_job(msg, tests_args), plan, kill,
-                       self.config.startup_timeout_s, reader=sp.reader, cpu=sp.cpu_seconds)
+                       self.config.startup_timeout_s, reader=sp.reader, cpu=sp.cpu_seconds,
+                       computing=sp.computing)
         except BaseException:
             sp.destroy()
             raise

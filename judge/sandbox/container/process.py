@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from judge.sandbox.time_limits import cgroup_cpu_seconds
+from judge.sandbox.time_limits import cgroup_cpu_seconds, group_computing
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 STATE = 4  # container_init's own records
@@ -148,6 +148,9 @@ class ContainerProcess:
             self._cgroup = next((CGROUP_ROOT / p for p in places
                                  if cgroup_cpu_seconds(CGROUP_ROOT / p) is not None), Path())
         return cgroup_cpu_seconds(self._cgroup) if self._cgroup != Path() else None
+
+    def computing(self) -> bool:
+        return self._cgroup not in (None, Path()) and group_computing(self._cgroup)
 
     def poll(self) -> int | None:
         if self.returncode is None and self.ended.is_set():

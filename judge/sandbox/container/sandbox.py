@@ -111,6 +111,9 @@ class ContainerSpawned:
     def cpu_seconds(self) -> float | None:
         return self.proc.cpu_seconds()
 
+    def computing(self) -> bool:
+        return self.proc.computing()
+
     def memory_bytes(self) -> int | None:
         return None  # asking the engine costs a second per container: the pool's guess stands
 
@@ -355,7 +358,8 @@ class ContainerSandbox:
 
         try:
             raw = pump(sp.proc, sp.chan_r, wire.encode_job(msg, tests_args), plan, kill,
-                       self.config.startup_timeout_s, reader=sp.reader, cpu=sp.cpu_seconds)
+                       self.config.startup_timeout_s, reader=sp.reader, cpu=sp.cpu_seconds,
+                       computing=sp.computing)
         except BaseException:
             sp.destroy()
             raise
