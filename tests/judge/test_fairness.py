@@ -39,7 +39,7 @@ ACCEPTED = [
 
 
 @pytest.fixture(scope="module")
-def pool() -> Iterator[SandboxPool]:
+def prepared_pool() -> Iterator[SandboxPool]:
     """A sandbox prepared for each accepted solution, on the machine as it is."""
     cache = xla_cache.ensure_dir(xla_cache.default_root())
     p = SandboxPool(BwrapSandbox(BwrapConfig(xla_cache_dir=cache)), per_key=1,
@@ -56,7 +56,7 @@ def pool() -> Iterator[SandboxPool]:
 
 
 @pytest.fixture(scope="module")
-def busy(pool: SandboxPool) -> Iterator[int]:
+def busy(prepared_pool: SandboxPool) -> Iterator[int]:
     """One spinning process per core, at the judge's own priority, for the module's tests."""
     procs = [subprocess.Popen([sys.executable, "-c", SPIN]) for _ in range(os.cpu_count() or 1)]
     try:
@@ -78,11 +78,11 @@ def _solution(path: str) -> str:
 
 
 @pytest.mark.parametrize("slug, path", ACCEPTED)
-def test_jitted_solutions_are_accepted_under_load(pool: SandboxPool, busy, slug, path):
-    res = judge(_package(slug), _solution(path), pool, samples_only=True, probes=False)
+def test_jitted_solutions_are_accepted_under_load(prepared_pool: SandboxPool, busy, slug, path):
+    res = judge(_package(slug), _solution(path), prepared_pool, samples_only=True, probes=False)
     assert res.verdict is Verdict.AC, res.to_dict()
     assert res.runs == 1
-    sandbox = pool.backend
+    sandbox = prepared_pool.backend
     assert isinstance(sandbox, BwrapSandbox)
     if _has_cpu_clock(sandbox):
         # Measured on the sandbox's CPU clock, with compilation reported apart.

@@ -135,17 +135,23 @@ class Cgroup:
 
     def at_limit(self, window_s: float = 0.3) -> bool:
         """Whether the group is stalled against its memory limit now: its usage at the limit
-        and still meeting it (its allocations failing over to reclaim) within `window_s`. A
-        process that filled its memory and then computes or sleeps no longer meets it."""
-        limit, usage, first = self.limit_bytes(), self.usage_bytes(), self.failures()
-        if limit is None or usage is None or first is None or usage < limit - limit // 8:
+        and, within `window_s`, the limit met again (v2's `max` event, v1's failcnt where the
+        kernel counts it) or pages taken back to make room (v2's pgsteal, v1's pgpgout). A
+        process that filled its memory and then computes or sleeps does neither."""
+        limit, usage = self.limit_bytes(), self.usage_bytes()
+        if limit is None or usage is None or usage < limit - limit // 8:
             return False
+        first = self._reclaim_marks()
         deadline = time.monotonic() + window_s
         while time.monotonic() < deadline:
             time.sleep(0.02)
-            if (self.failures() or 0) > first:
+            if any(now > then for now, then in zip(self._reclaim_marks(), first, strict=True)):
                 return True
         return False
+
+    def _reclaim_marks(self) -> tuple[int, int]:
+        return (self.failures() or 0,
+                self._stat("pgsteal" if self.version == 2 else "pgpgout") or 0)
 
     def pressing_limit(self, window_s: float = 0.5) -> bool:
         """Whether the group is working against its memory limit now: its usage at the limit

@@ -343,12 +343,15 @@ class BwrapSandbox:
             cgroup.set_memory_limit(plan.memory_bytes)
         raw = RawRun()
         pressing: list[bool] = []
+        stalled: list[bool] = []
 
         def kill() -> None:
             if cgroup is not None:
-                # Evidence for MLE, read before the kill: the group still working against
-                # its memory limit (a run stalled there uses little CPU: the wall guard ends it).
-                pressing.append(cgroup.pressing_limit() or cgroup.at_limit())
+                # Evidence for MLE, read before the kill: the group working against its
+                # memory limit, its own pages evicted and read back; or, for a run the wall
+                # guard ends (stalled there, it uses little CPU), still meeting the limit.
+                pressing.append(cgroup.pressing_limit())
+                stalled.append(cgroup.at_limit())
                 cgroup.kill_all()
             sp.kill_group()
 
@@ -359,7 +362,7 @@ class BwrapSandbox:
         except BaseException:
             sp.destroy()
             raise
-        raw.memory_bound = any(pressing)
+        raw.memory_bound = any(pressing) or (raw.timeout_limit == "wall_guard" and any(stalled))
         if raw.finished:
             _reaper.submit(sp.destroy)
         else:
