@@ -72,7 +72,10 @@ def _time_out(raw: RawRun, plan: RunPlan) -> tuple[str, LimitHit]:
         return (f"time limit of {limit_s:g} s exceeded (on the wall clock: this sandbox has "
                 "no CPU clock)"), "wall"
     used = raw.test_cpu_ms.get(raw.current_test) if raw.current_test is not None else None
-    spent = f" ({used / 1000:.2f} s of CPU, JAX compilation included)" if used else ""
+    spent = f" ({used / 1000:.2f} s of CPU" if used else ""
+    if spent and plan.compiles:
+        spent += ", JAX compilation included"
+    spent += ")" if spent else ""
     return f"CPU time limit of {limit_s:g} s exceeded{spent}", "cpu"
 
 
