@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -20,6 +21,7 @@ from judge.engine import judge
 from judge.kinds import job_for
 from judge.package import Package, load_package
 from judge.sandbox import BwrapConfig, BwrapSandbox, xla_cache
+from judge.sandbox.bwrap.spawned import Spawned
 from judge.sandbox.pool import SandboxPool
 from judge.verdicts import Verdict
 from tests.conftest import REPO
@@ -45,11 +47,16 @@ def prepared_pool() -> Iterator[SandboxPool]:
     p = SandboxPool(BwrapSandbox(BwrapConfig(xla_cache_dir=cache)), per_key=1,
                     max_idle=len(ACCEPTED), max_idle_bytes=16 << 30, split_idle=False)
     try:
+        kinds = set()
         for slug, path in ACCEPTED:
             package, code = _package(slug), _solution(path)
             job = p.route(job_for(package, code, pysource.parse(code, filename="solution.py")))
             p.prewarm(job.kind, package.manifest.limits.memory_mb << 20)
-        assert p.wait_ready(len(ACCEPTED), 300)
+            kinds.add(job.kind.key)
+        deadline = time.monotonic() + 300
+        while not kinds <= {sp.kind.key for sp in p.idle() if isinstance(sp, Spawned)}:
+            assert time.monotonic() < deadline, "the sandboxes were not prepared in time"
+            time.sleep(0.2)
         yield p
     finally:
         p.close()
