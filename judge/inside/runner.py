@@ -19,7 +19,7 @@ import traceback
 if "install_library_patches" not in globals():  # imported as a module, not the sandbox's source
     from judge.inside.library_patches import install_library_patches
     from judge.inside.lockdown import apply_rlimits, build_seccomp
-    from judge.inside.runner_jax import CompileClock
+    from judge.inside.runner_jax import CompileClock, announce_compiles
     from judge.portable.flax_variables import InitRecorder
 
 SOLUTION_FILE = "solution.py"
@@ -362,6 +362,8 @@ def main(prepared=None):
         kwargs = _fresh(args)
         chan.send({"ev": "begin", "test": i})
         compiled_before = clock.ms if clock else 0.0
+        if clock:
+            announce_compiles(clock, chan, i)
         recorder.take()
         t0, c0 = time.perf_counter(), time.process_time()  # the process's CPU: every thread
         try:

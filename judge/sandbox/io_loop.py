@@ -64,8 +64,8 @@ class RunPlan:
     # JAX compilation inside the submission's function is charged here, per submission, not
     # to the test it happened in (judge/interpret.py charges it from the runner's compile_ms).
     compile_budget_ms: int = 0
-    # The job may compile JAX: a test may spend up to one more limit live, for compilation
-    # its frame reports afterwards (compile_grace_s).
+    # The job may compile JAX: a test that starts compiling (the runner's `compiling` frame)
+    # may spend up to one more limit live, for compilation reported afterwards.
     compiles: bool = False
     wall_guard: float = WALL_GUARD
 
@@ -206,8 +206,9 @@ def pump(
         reader = FrameReader(max_payload=plan.max_payload)
     reader.max_payload = plan.max_payload
     n_tests = len(plan.expected_sizes)
-    # The runner sends warm, ready, module_start, begin + result per test and one final frame.
-    reader.max_frames = len(reader.frames) + 4 * n_tests + 16
+    # The runner sends warm, ready, module_start, begin, compiling and result per test and one
+    # final frame.
+    reader.max_frames = len(reader.frames) + 5 * n_tests + 16
     sel = selectors.DefaultSelector()
     for fd in (out_fd, err_fd, chan_r):
         os.set_blocking(fd, False)
@@ -220,7 +221,7 @@ def pump(
     # its own limit from `ready` on (RunPlan.job_cpu_s), whatever the frames say. A forged
     # compile_ms can only spend the compile budget.
     job_started = module_started = False
-    begun = -1
+    begun = graced = -1
     compile_charged = 0.0  # seconds of the compile budget the tests so far have spent
 
     def take(fd: int) -> int:
@@ -291,7 +292,12 @@ def pump(
             elif (ev == "begin" and module_started and phase in ("module", "between")
                   and type(test) is int and begun < test < n_tests):
                 begun = raw.current_test = test
-                limits.enter("test", now, step + plan.compile_grace_s(compile_charged), step)
+                limits.enter("test", now, step)
+            elif (ev == "compiling" and phase == "test" and test == raw.current_test
+                  and graced < begun):
+                # A compilation starts: the test may spend one more limit on it, live.
+                graced = begun
+                limits.extend(plan.compile_grace_s(compile_charged))
             elif (ev in ("result", "error", "bad_output") and phase == "test"
                   and test == raw.current_test):
                 test_cpu()

@@ -59,6 +59,10 @@ class PhaseLimits:
         self.phase, self._t, self._c = phase, now, self.cpu()
         self._allow, self._base, self._wall_only = allow_s, base_s or allow_s, wall_only
 
+    def extend(self, more_s: float) -> None:
+        """More CPU for the phase (its wall guard grows only with the CPU it uses)."""
+        self._allow += more_s
+
     def start_job(self, now: float) -> None:
         self._job = (now, self.cpu())
 

@@ -115,6 +115,19 @@ def test_the_wall_guard_waits_while_the_host_starves_a_computing_sandbox():
     assert lim.over(4.0 * 10.0 + 1) == "wall_guard"  # the job's own guard does not wait
 
 
+def test_a_test_that_starts_compiling_gets_more_cpu_live():
+    clock = Clock()
+    lim = limits(clock)
+    lim.start_job(0.0)
+    lim.enter("test", 0.0, allow_s=1.0)
+    clock.s = 1.5
+    assert lim.over(2.0) == "cpu"
+    lim.extend(1.0)  # the runner's `compiling` frame
+    assert lim.over(2.0) is None
+    clock.s = 2.1
+    assert lim.over(2.5) == "cpu"
+
+
 def test_the_whole_job_has_a_limit_however_the_phases_are_reset():
     clock = Clock()
     lim = limits(clock, job_cpu_s=3.0)
