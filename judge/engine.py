@@ -26,7 +26,9 @@ from judge.parallel import idle_sandboxes, judge_in_parts
 from judge.prepared import PreparedTests, Preparing, prepare
 from judge.sandbox.base import Backend
 from judge.sandbox.io_loop import RunPlan
+from judge.sandbox.job import Job
 from judge.sandbox.pool import SandboxPool
+from judge.sandbox.time_limits import WALL_GUARD
 from judge.timing import Stopwatch
 from judge.trusted.expected import library_versions
 from judge.verdicts import JudgeResult, TestResult, Verdict, aggregate
@@ -43,13 +45,15 @@ def fill_compile_cache(package: Package, sandbox: SandboxPool | Backend) -> None
         pool.fill_compile_cache(kind, package.manifest.limits.memory_mb << 20)
 
 
-def run_plan(package: Package, expected_sizes: list[int]) -> RunPlan:
-    """The problem's limits, as a sandbox run applies them."""
+def run_plan(package: Package, expected_sizes: list[int], job: Job | None = None) -> RunPlan:
+    """The problem's limits, as a sandbox run of `job` applies them."""
     limits = package.manifest.limits
     return RunPlan(time_ms=limits.time_ms, memory_bytes=limits.memory_mb << 20,
                    output_cap=limits.output_kb << 10,
                    ole_limit=OLE_FACTOR * (limits.output_kb << 10),
-                   expected_sizes=expected_sizes)
+                   expected_sizes=expected_sizes,
+                   compile_budget_ms=limits.compile_budget_ms,
+                   compiles=job is not None and job.kind.uses_jax)
 
 
 def syntax_error_message(e: SyntaxError, code: str) -> str:
@@ -119,7 +123,7 @@ def _extra_runs(package: Package, code: str,
     none."""
     def run(args: list[dict], sizes: list[int]) -> list[np.ndarray | None]:
         job = job_for(package, code, pysource.parse(code, filename="solution.py"))
-        raw = sandbox.run(sandbox.route(job), args, run_plan(package, sizes))
+        raw = sandbox.run(sandbox.route(job), args, run_plan(package, sizes, job))
         outs: list[np.ndarray | None] = [None] * len(args)
         for frame in raw.frames:
             i = frame.header.get("test")
@@ -133,8 +137,12 @@ def _extra_runs(package: Package, code: str,
 
 def environment(package: Package, sandbox: SandboxPool) -> dict[str, Any]:
     """What judged a submission, for reproducing its verdict."""
+    limits = package.manifest.limits
     return {
         "problem_version": package.content_hash,
+        # The limits it was judged under (docs/judging.md, "Limits").
+        "limits": {"time_ms": limits.time_ms, "compile_budget_ms": limits.compile_budget_ms,
+                   "memory_mb": limits.memory_mb, "wall_guard": WALL_GUARD},
         "judge_version": judge_version(),
         "libraries": dict(library_versions()),
         "sandbox": sandbox.name,
@@ -173,8 +181,8 @@ def _judge(
         return aggregate(not_run, compile_error=syntax_error_message(e, code))
     except (ValueError, MemoryError, RecursionError) as e:
         return aggregate(not_run, compile_error=f"the file cannot be parsed: {e}")
-    plan = run_plan(package, preparing.sizes)
     job = job_for(package, code, tree)
+    plan = run_plan(package, preparing.sizes, job)
     tol = package.manifest.tolerance
     forward: Callable[[wire.Frame], None] | None = None
     if on_test is not None:
@@ -212,9 +220,10 @@ def _judge(
     try:
         result, met_twice = attempt()
         if result.verdict is Verdict.TLE and not met_twice:
-            # Time is measured on the clock, and a busy or stalled host can push a run past
-            # its limit: a time-out stands only when a second run, in fresh sandboxes, meets
-            # it too. Its result, whatever it is, is the verdict.
+            # Time is CPU time where the sandbox has a CPU clock, yet a stalled host can
+            # still push a run past its wall guard (or, without the clock, its limit), and
+            # CPU time itself varies a little: a time-out stands only when a second run, in
+            # fresh sandboxes, meets it too. Its result, whatever it is, is the verdict.
             result, _ = attempt()
             result.runs = 2
             again = " (in a second run too)"

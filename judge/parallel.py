@@ -83,8 +83,11 @@ def judge_in_parts(sandbox: SandboxPool, sandboxes: list[Started], job: Job,
         a, b = ranges[k]
         part = replace(prepared, tests=prepared.tests[a:b], args=prepared.args[a:b],
                        shapes=prepared.shapes[a:b], expected=prepared.expected[a:b])
+        # The compile budget is the submission's: each part has its tests' share.
         part_plan = replace(plan, expected_sizes=plan.expected_sizes[a:b],
-                            on_frame=_shifted(plan.on_frame, a), shared_output=tally)
+                            on_frame=_shifted(plan.on_frame, a), shared_output=tally,
+                            compile_budget_ms=plan.compile_budget_ms * (b - a)
+                            // max(len(prepared.tests), 1))
         try:
             raw = sandbox.execute(sandboxes[k], job, part.args, part_plan)
             results[k] = interpret(raw, part, tol, part_plan)

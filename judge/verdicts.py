@@ -86,6 +86,9 @@ def clean_text(s: str | None) -> str | None:
     return s.encode("utf-8", "surrogatepass").decode("utf-8", "replace").replace("\x00", "\ufffd")
 
 
+# Which limit a test met (TLE: its CPU time, the wall-clock guard, the wall clock where the
+# sandbox has no CPU clock, the submission's compile budget; MLE: memory).
+LimitHit = Literal["cpu", "wall_guard", "wall", "compile_budget", "memory"]
 FindingKind = Literal["known-mistake", "parameters", "property", "numeric", "error"]
 
 
@@ -130,6 +133,10 @@ class TestResult:
     # Of time_ms, JAX compilation the judge's warm-up could not foresee (the user's own jit,
     # other op orders).
     compile_ms: float | None = None
+    # The sandbox's CPU time over the test, where the backend has a CPU clock: what the
+    # time limit counts, less compile_ms (charged to the compile budget).
+    cpu_ms: float | None = None
+    limit: LimitHit | None = None  # the limit it met, for TLE and MLE
     max_abs_err: float | None = None
     max_rel_err: float | None = None
     mismatches: int | None = None
@@ -155,6 +162,8 @@ class TestResult:
             "verdict": self.verdict.value if self.verdict else None,
             "time_ms": None if self.time_ms is None else round(self.time_ms, 3),
             "compile_ms": None if self.compile_ms is None else round(self.compile_ms, 3),
+            "cpu_ms": None if self.cpu_ms is None else round(self.cpu_ms, 3),
+            "limit": self.limit,
             "max_abs_err": self.max_abs_err,
             "max_rel_err": self.max_rel_err,
             "mismatches": self.mismatches,

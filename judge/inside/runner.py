@@ -19,7 +19,7 @@ import traceback
 if "install_library_patches" not in globals():  # imported as a module, not the sandbox's source
     from judge.inside.library_patches import install_library_patches
     from judge.inside.lockdown import apply_rlimits, build_seccomp
-    from judge.inside.runner_jax import CompileClock
+    from judge.inside.runner_jax import CompileClock, announce_compiles
     from judge.portable.flax_variables import InitRecorder
 
 SOLUTION_FILE = "solution.py"
@@ -362,25 +362,27 @@ def main(prepared=None):
         kwargs = _fresh(args)
         chan.send({"ev": "begin", "test": i})
         compiled_before = clock.ms if clock else 0.0
+        if clock:
+            announce_compiles(clock, chan, i)
         recorder.take()
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()  # the process's CPU: every thread
         try:
             out = entry(**kwargs)  # type: ignore[operator]
             converted, problem = _to_float64(out, sizes[i])
         except BaseException as e:
-            dt = (time.perf_counter() - t0) * 1000.0
+            dt, cpu = (time.perf_counter() - t0) * 1000.0, (time.process_time() - c0) * 1000.0
             chan.send({"ev": "error", "test": i, "time_ms": dt, "message": _user_traceback(e),
-                       "exception": _exception_text(e)})
+                       "exception": _exception_text(e), "cpu_ms": cpu})
             continue
-        dt = (time.perf_counter() - t0) * 1000.0
+        dt, cpu = (time.perf_counter() - t0) * 1000.0, (time.process_time() - c0) * 1000.0
         compile_ms = (clock.ms - compiled_before) if clock else 0.0
         if problem is not None:
             chan.send({"ev": "bad_output", "test": i, "time_ms": dt, "message": problem,
-                       "shape": converted, "compile_ms": compile_ms})
+                       "shape": converted, "compile_ms": compile_ms, "cpu_ms": cpu})
             continue
         flat, shape = converted
         header = {"ev": "result", "test": i, "time_ms": dt, "compile_ms": compile_ms,
-                  "dtype": "<f8", "shape": shape}
+                  "cpu_ms": cpu, "dtype": "<f8", "shape": shape}
         tree = recorder.take()
         if tree is not None:
             header["variables"] = tree

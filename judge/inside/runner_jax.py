@@ -10,6 +10,7 @@ reaches JAX through `sys.modules`, once the runner has imported it.
 import contextlib
 import os
 import sys
+import threading
 
 
 class CompileClock:
@@ -17,16 +18,32 @@ class CompileClock:
 
     def __init__(self):
         self.total_s = 0.0
+        # Called once a computation is lowered, before XLA compiles it (the runner tells the
+        # judge, whose time limit then allows for the compilation).
+        self.on_lowered = None
 
     def __call__(self, event, duration_secs, **kwargs):
         # Lowering and XLA compilation; tracing happens on every call and is run time.
         if event in ("/jax/core/compile/backend_compile_duration",
                      "/jax/core/compile/jaxpr_to_mlir_module_duration"):
             self.total_s += duration_secs
+        if event == "/jax/core/compile/jaxpr_to_mlir_module_duration" and self.on_lowered:
+            self.on_lowered()
 
     @property
     def ms(self):
         return self.total_s * 1000.0
+
+
+def announce_compiles(clock, chan, test):
+    """The judge hears of a test's first compilation as it starts (a `compiling` frame): the
+    test's CPU limit then allows for it. From the main thread only, the one that sends."""
+    def once():
+        if threading.current_thread() is threading.main_thread():
+            clock.on_lowered = None
+            chan.send({"ev": "compiling", "test": test})
+
+    clock.on_lowered = once
 
 
 @contextlib.contextmanager

@@ -39,8 +39,14 @@ class Tolerance(BaseModel):
 
 
 class Limits(BaseModel):
+    """What a submission may spend (docs/judging.md, "Limits")."""
+
     model_config = ConfigDict(extra="forbid")
-    time_ms: int = Field(5000, ge=100, le=120_000, description="wall time per test")
+    time_ms: int = Field(5000, ge=100, le=120_000,
+                         description="CPU time per test, JAX compilation not included")
+    compile_budget_ms: int = Field(
+        60_000, ge=0, le=600_000,
+        description="JAX compilation inside the submission's function, all tests together")
     memory_mb: int = Field(1536, ge=256, le=16_384, description="the whole sandbox")
     output_kb: int = Field(64, ge=1, le=4096, description="stdout + stderr kept")
 

@@ -1,7 +1,9 @@
-"""The host side of one sandbox run: feed the job, watch three pipes and the clock.
+"""The host side of one sandbox run: feed the job, watch three pipes and the clocks.
 
-Whatever the submission does, this loop ends: on the runner's `done`, on a per-phase
-deadline, on too much output, or on a corrupt result channel; each ends by killing the group.
+Whatever the submission does, this loop ends: on the runner's `done`, on a per-phase limit, on
+too much output, or on a corrupt result channel; each ends by killing the group.
+
+Each phase's limits (CPU time, a wall-clock guard) are time_limits.py's.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import IO, Protocol
 
+from judge.sandbox.time_limits import WALL_GUARD, PhaseLimits, TimeLimit, compile_s
 from judge.wire import Frame, FrameReader
 
 
@@ -47,7 +50,7 @@ class OutputTally:
 
 @dataclass
 class RunPlan:
-    time_ms: int  # per test, wall
+    time_ms: int  # per test: CPU time (wall time where the backend has no CPU clock)
     memory_bytes: int
     output_cap: int  # bytes of stdout and of stderr kept
     ole_limit: int  # total stdout + stderr bytes beyond which the run is OLE
@@ -58,6 +61,13 @@ class RunPlan:
     # Output written by every part of a submission cut across sandboxes (judge/parallel.py):
     # the OLE limit holds for their total, as it would in one sandbox.
     shared_output: OutputTally | None = None
+    # JAX compilation inside the submission's function is charged here, per submission, not
+    # to the test it happened in (judge/interpret.py charges it from the runner's compile_ms).
+    compile_budget_ms: int = 0
+    # The job may compile JAX: a test that starts compiling (the runner's `compiling` frame)
+    # may spend up to one more limit live, for compilation reported afterwards.
+    compiles: bool = False
+    wall_guard: float = WALL_GUARD
 
     def output_over(self, own_total: int) -> bool:
         total = own_total if self.shared_output is None else self.shared_output.total
@@ -65,10 +75,25 @@ class RunPlan:
 
     @property
     def cpu_seconds(self) -> int:
-        # Several threads may burn CPU at once, and the wall deadline is the real judge of
-        # time; the CPU limit only stops loops that hide from it (ignoring signals, say).
+        """The runner's RLIMIT_CPU (per process): a backstop well past the job's own limits,
+        for a sandbox without a CPU clock (or a loop that hides from the loop's)."""
         n = len(self.expected_sizes) + 1
-        return int(2 * n * self.time_ms / 1000) + 2
+        return int(2 * (n * self.time_ms + self.compile_budget_ms) / 1000) + 2
+
+    def compile_grace_s(self, compile_charged_s: float) -> float:
+        """What a test may spend live beyond its limit, for compilation the runner reports
+        only once the test is over: one more limit at most, and no more than the budget has
+        left. The verdict is charged exactly afterwards (judge/interpret.py)."""
+        if not self.compiles:
+            return 0.0
+        left = self.compile_budget_ms / 1000 - compile_charged_s
+        return max(0.0, min(left, self.time_ms / 1000))
+
+    @property
+    def job_cpu_s(self) -> float:
+        """All the job may spend from `ready` on: a limit per test, the module's and one spare,
+        and the compile budget."""
+        return ((len(self.expected_sizes) + 2) * self.time_ms + self.compile_budget_ms) / 1000
 
     def max_payload(self, header: dict) -> int:
         if header.get("ev") != "result":
@@ -88,8 +113,12 @@ class RawRun:
     output_total: int = 0
     ole: bool = False
     timed_out: bool = False
-    timeout_phase: str | None = None  # startup | module | test | after
+    timeout_phase: str | None = None  # startup | module | test | between | after
+    timeout_limit: TimeLimit | None = None  # which limit ended it
     current_test: int | None = None  # the test running when the run ended
+    # CPU time of each test (begin to its result), and of the one running at a time-out, in
+    # ms, where the backend has a CPU clock.
+    test_cpu_ms: dict[int, float] = field(default_factory=dict)
     wall_ms: float = 0.0
     ready_ms: float | None = None
     returncode: int | None = None
@@ -157,10 +186,17 @@ def pump(
     kill: Callable[[], None],
     startup_timeout_s: float,
     reader: FrameReader | None = None,
+    cpu: Callable[[], float | None] | None = None,
+    computing: Callable[[], bool] | None = None,
 ) -> RawRun:
-    """`reader` carries frames already read during preparation (a pooled sandbox's `warm`)."""
+    """`reader` carries frames already read during preparation (a pooled sandbox's `warm`);
+    `cpu` is the sandbox's CPU clock (Started.cpu_seconds: total seconds, None where it
+    cannot be read), without which the limits are on the wall clock; `computing`
+    (Started.computing) keeps the wall guard off a sandbox the host starves of CPU."""
     raw = RawRun()
     t0 = time.monotonic()
+    limits = PhaseLimits(cpu, t0, startup_timeout_s, plan.wall_guard, plan.job_cpu_s,
+                         plan.compile_budget_ms / 1000, computing)
     writer = threading.Thread(target=_writer, args=(proc, job), daemon=True)
     writer.start()
     assert proc.stdout is not None and proc.stderr is not None
@@ -170,24 +206,23 @@ def pump(
         reader = FrameReader(max_payload=plan.max_payload)
     reader.max_payload = plan.max_payload
     n_tests = len(plan.expected_sizes)
-    # The runner sends warm, ready, module_start, begin + result per test and one final frame.
-    reader.max_frames = len(reader.frames) + 4 * n_tests + 16
+    # The runner sends warm, ready, module_start, begin, compiling and result per test and one
+    # final frame.
+    reader.max_frames = len(reader.frames) + 5 * n_tests + 16
     sel = selectors.DefaultSelector()
     for fd in (out_fd, err_fd, chan_r):
         os.set_blocking(fd, False)
         sel.register(fd, selectors.EVENT_READ)
-    deadline = t0 + startup_timeout_s
-    phase = "startup"
     seen = len(reader.frames)
     step = plan.time_ms / 1000.0
     # Frames come from the sandbox, and once the user's code runs it can forge them: each
-    # phase's deadline only moves forward in the runner's own order (one `ready`, one
+    # phase's limit only moves forward in the runner's own order (one `ready`, one
     # `module_start`, each test begun once, in order, and ended once), and the whole job has
-    # a hard end from `ready` on, one phase's time per test plus the module plus one spare,
-    # whatever the frames say.
-    hard_end: float | None = None
-    module_started = False
-    begun = -1
+    # its own limit from `ready` on (RunPlan.job_cpu_s), whatever the frames say. A forged
+    # compile_ms can only spend the compile budget.
+    job_started = module_started = False
+    begun = graced = -1
+    compile_charged = 0.0  # seconds of the compile budget the tests so far have spent
 
     def take(fd: int) -> int:
         """Read what is there: the byte count, 0 when nothing is waiting, -1 at end of file."""
@@ -212,13 +247,20 @@ def pump(
         kill()
         sel.close()
 
+    def test_cpu() -> None:
+        used = limits.since_phase_cpu()
+        if used is not None and raw.current_test is not None:
+            raw.test_cpu_ms[raw.current_test] = used * 1000.0
+
     while sel.get_map():
-        timeout = deadline - time.monotonic()
-        if timeout <= 0:
-            raw.timed_out, raw.timeout_phase = True, phase
+        hit = limits.over(time.monotonic())
+        if hit is not None:
+            raw.timed_out, raw.timeout_phase, raw.timeout_limit = True, limits.phase, hit
+            if limits.phase == "test":
+                test_cpu()
             stop()
             break
-        for key, _ in sel.select(timeout):
+        for key, _ in sel.select(limits.wait_s(time.monotonic())):
             if take(key.fd) < 0:
                 sel.unregister(key.fd)
         if plan.output_over(raw.output_total):
@@ -236,28 +278,36 @@ def pump(
                 with contextlib.suppress(Exception):
                     plan.on_frame(frame)
             test = frame.header.get("test")
+            phase = limits.phase
             if ev == "warm":
                 raw.warm = frame.header
-            elif ev == "ready" and hard_end is None:
+            elif ev == "ready" and not job_started:
+                job_started = True
                 raw.ready_ms = (now - t0) * 1000.0
-                hard_end = now + (n_tests + 2) * step
-                phase, deadline = "module", now + step
+                limits.start_job(now)
+                limits.enter("module", now, step)
             elif ev == "module_start" and phase == "module" and not module_started:
-                module_started, deadline = True, now + step
+                module_started = True
+                limits.enter("module", now, step)
             elif (ev == "begin" and module_started and phase in ("module", "between")
                   and type(test) is int and begun < test < n_tests):
                 begun = raw.current_test = test
-                phase, deadline = "test", now + step
+                limits.enter("test", now, step)
+            elif (ev == "compiling" and phase == "test" and test == raw.current_test
+                  and graced < begun):
+                # A compilation starts: the test may spend one more limit on it, live.
+                graced = begun
+                limits.extend(plan.compile_grace_s(compile_charged))
             elif (ev in ("result", "error", "bad_output") and phase == "test"
                   and test == raw.current_test):
+                test_cpu()
+                compile_charged += compile_s(frame.header, raw.test_cpu_ms.get(begun))
                 raw.current_test = None
-                phase, deadline = "between", now + step
+                limits.enter("between", now, step)
             elif ev in ("done", "compile_error", "module_error", "missing_entry"):
-                phase, deadline = "after", now + 2.0
-            if hard_end is not None:
-                deadline = min(deadline, hard_end)
+                limits.enter("after", now, 2.0, wall_only=True)
         seen = len(reader.frames)
-        if phase == "after":
+        if limits.phase == "after":
             # The runner flushed its output before saying so: take what is buffered and end.
             for fd in [out_fd, err_fd]:
                 if fd in sel.get_map():
@@ -273,9 +323,12 @@ def pump(
             break
     else:
         sel.close()
+    job_cpu = limits.cpu()
     if not raw.finished and reap(proc, 5.0, raw) is None:
         kill()
         reap(proc, 30.0, raw)
+    if raw.cpu_s is None:
+        raw.cpu_s = job_cpu
     raw.frames = reader.frames
     raw.stdout, raw.stderr = bytes(kept[out_fd]), bytes(kept[err_fd])
     raw.wall_ms = (time.monotonic() - t0) * 1000.0

@@ -56,7 +56,8 @@ def test_a_runtime_error_is_not_taken_for_a_known_mistake(run):
 def test_every_result_says_what_judged_it(run):
     for code in ("def double(x):\n    return 2 * x\n", "def double(x) return\n"):
         env = run(code).to_dict()["environment"]
-        assert set(env) == {"problem_version", "judge_version", "libraries", "sandbox"}
+        assert set(env) == {"problem_version", "judge_version", "libraries", "sandbox", "limits"}
+        assert env["limits"]["compile_budget_ms"] == 60_000
         assert len(env["problem_version"]) == 64 and env["sandbox"] == "bwrap"
         assert env["libraries"]["numpy"][0].isdigit()
 

@@ -82,6 +82,9 @@ def test_a_group_reading_past_its_limit_presses_it(group: Cgroup, tmp_path: Path
         while (group.usage_bytes() or 0) < 60 << 20 and time.monotonic() < deadline:
             time.sleep(0.05)
         assert group.pressing_limit(0.5)
+        # Its page cache charged at the limit, page after page: pages are taken back to make
+        # room again and again.
+        assert group.at_limit(0.5)
     finally:
         proc.kill()
         proc.wait()
@@ -92,6 +95,7 @@ def test_a_group_sleeping_near_its_limit_does_not(group: Cgroup):
     try:
         assert (group.usage_bytes() or 0) >= 48 << 20
         assert not group.pressing_limit(0.5)
+        assert not group.at_limit(0.5)
     finally:
         proc.kill()
         proc.wait()
@@ -117,3 +121,24 @@ def test_a_time_out_at_the_memory_limit_is_mle(double, monkeypatch):
     assert res.verdict is Verdict.MLE, res.to_dict()
     assert res.runs == 1  # not a time-out, so no second run
     assert "reached" in (res.tests[0].message or "")
+
+
+@pytest.mark.parametrize("body, want", [
+    # Ended by the wall guard (it uses no CPU), still meeting its limit: stalled there.
+    ("    import time\n    time.sleep(1000)\n", Verdict.MLE),
+    # Ended by its CPU limit: computing, whatever its memory does meanwhile.
+    ("    while True:\n        pass\n", Verdict.TLE),
+], ids=["wall-guard", "cpu"])
+def test_a_run_the_wall_guard_ends_at_its_memory_limit_is_mle(double, monkeypatch, body, want):
+    monkeypatch.setattr(Cgroup, "pressing_limit", lambda self, window_s=0.5: False)
+    monkeypatch.setattr(Cgroup, "at_limit", lambda self, window_s=0.3: True)
+    sandbox = BwrapSandbox(BwrapConfig(fork_server=False))
+    try:
+        res = judge(double, "def double(x):\n" + body, sandbox, samples_only=True,
+                    probes=False)
+    finally:
+        sandbox.close()
+    if not CgroupManager().available:
+        pytest.skip("no memory cgroup to ask")
+    assert res.verdict is want, res.to_dict()
+    assert res.tests[0].limit == ("memory" if want is Verdict.MLE else "cpu"), res.to_dict()

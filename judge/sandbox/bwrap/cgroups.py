@@ -1,4 +1,5 @@
-"""A private cgroup per sandbox for memory and process count, on cgroup v1 or v2.
+"""A private cgroup per sandbox for memory and process count, on cgroup v1 or v2, and the
+sandbox's CPU time (the clock its time limit is measured on: cpuacct on v1, cpu.stat on v2).
 
 The sandbox's first process puts itself in (the launcher writes its own pid before it drops
 privileges and execs bubblewrap), so nothing it starts ever runs outside the group.
@@ -13,6 +14,8 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+
+from judge.sandbox.time_limits import cgroup_cpu_seconds
 
 ROOT = Path("/sys/fs/cgroup")
 PARENT = "tensorjudge"
@@ -47,6 +50,15 @@ class Cgroup:
     procs_files: list[Path]
     memory_dir: Path | None
     cpu_dir: Path | None = None
+    # Where its CPU time is kept: v1's cpuacct group, v2's own folder (cpu.stat is there
+    # whether or not the cpu controller is enabled).
+    cpuacct_dir: Path | None = None
+
+    def cpu_seconds(self) -> float | None:
+        """CPU time used so far by everything in the group (None where it cannot be read)."""
+        if self.cpuacct_dir is None:
+            return None
+        return cgroup_cpu_seconds(self.cpuacct_dir)
 
     def set_background(self, background: bool) -> None:
         """CPU weight: a spare being prepared yields to judging. (Niceness alone would not:
@@ -111,6 +123,35 @@ class Cgroup:
 
     def limit_bytes(self) -> int | None:
         return self._memory_number("memory.max", "memory.limit_in_bytes")
+
+    def failures(self) -> int | None:
+        """How often the group's usage met its limit (v1 memory.failcnt, v2 the `max` event)."""
+        if self.memory_dir is None:
+            return None
+        if self.version == 2:
+            return _events_count(_read(self.memory_dir / "memory.events"), "max")
+        text = _read(self.memory_dir / "memory.failcnt").strip()
+        return int(text) if text.isdigit() else None
+
+    def at_limit(self, window_s: float = 0.3) -> bool:
+        """Whether the group is stalled against its memory limit now: its usage at the limit
+        and, within `window_s`, the limit met again (v2's `max` event, v1's failcnt where the
+        kernel counts it) or pages taken back to make room (v2's pgsteal, v1's pgpgout). A
+        process that filled its memory and then computes or sleeps does neither."""
+        limit, usage = self.limit_bytes(), self.usage_bytes()
+        if limit is None or usage is None or usage < limit - limit // 8:
+            return False
+        first = self._reclaim_marks()
+        deadline = time.monotonic() + window_s
+        while time.monotonic() < deadline:
+            time.sleep(0.02)
+            if any(now > then for now, then in zip(self._reclaim_marks(), first, strict=True)):
+                return True
+        return False
+
+    def _reclaim_marks(self) -> tuple[int, int]:
+        return (self.failures() or 0,
+                self._stat("pgsteal" if self.version == 2 else "pgpgout") or 0)
 
     def pressing_limit(self, window_s: float = 0.5) -> bool:
         """Whether the group is working against its memory limit now: its usage at the limit
@@ -181,6 +222,7 @@ class CgroupManager:
         self.version = 0
         self.reason = ""
         self.cpu = False  # a cpu controller too (optional: priorities only)
+        self.cpuacct = False  # v1: a cpuacct hierarchy of its own (the CPU clock)
         self._detect()
 
     @property
@@ -224,15 +266,25 @@ class CgroupManager:
                 with contextlib.suppress(OSError):
                     (self.root / "cpu" / PARENT).mkdir(exist_ok=True)
                     self.cpu = True
+            # cpuacct is often mounted with cpu (cpu,cpuacct): then the cpu group counts.
+            if not self._cpuacct_with_cpu and (self.root / "cpuacct" / "cpuacct.usage").exists():
+                with contextlib.suppress(OSError):
+                    (self.root / "cpuacct" / PARENT).mkdir(exist_ok=True)
+                    self.cpuacct = True
             return
         self.reason = "no memory and pids cgroup controllers mounted"
+
+    @property
+    def _cpuacct_with_cpu(self) -> bool:
+        return self.cpu and (self.root / "cpu" / "cpuacct.usage").exists()
 
     def parents(self) -> list[Path]:
         if self.version == 2:
             return [self.root / PARENT]
         if self.version == 1:
             cpu = [self.root / "cpu" / PARENT] if self.cpu else []
-            return [self.root / "memory" / PARENT, self.root / "pids" / PARENT] + cpu
+            cpuacct = [self.root / "cpuacct" / PARENT] if self.cpuacct else []
+            return [self.root / "memory" / PARENT, self.root / "pids" / PARENT] + cpu + cpuacct
         return []
 
     def reap_stale(self) -> int:
@@ -272,7 +324,7 @@ class CgroupManager:
             if (d / "memory.oom.group").exists():
                 _write(d / "memory.oom.group", "1")
             _write(d / "pids.max", str(max_pids))
-            return Cgroup(2, [d], [d / "cgroup.procs"], d, d if self.cpu else None)
+            return Cgroup(2, [d], [d / "cgroup.procs"], d, d if self.cpu else None, d)
         mem = self.root / "memory" / PARENT / name
         pids = self.root / "pids" / PARENT / name
         mem.mkdir()
@@ -283,13 +335,20 @@ class CgroupManager:
                 _write(mem / "memory.memsw.limit_in_bytes", str(memory_bytes))
         _write(pids / "pids.max", str(max_pids))
         group = Cgroup(1, [mem, pids], [mem / "cgroup.procs", pids / "cgroup.procs"], mem)
-        if self.cpu:
-            cpu = self.root / "cpu" / PARENT / name
+        for controller, wanted in (("cpu", self.cpu), ("cpuacct", self.cpuacct)):
+            if not wanted:
+                continue
+            d = self.root / controller / PARENT / name
             try:
-                cpu.mkdir()
+                d.mkdir()
             except OSError:
-                return group
-            group.dirs.append(cpu)
-            group.procs_files.append(cpu / "cgroup.procs")
-            group.cpu_dir = cpu
+                continue
+            group.dirs.append(d)
+            group.procs_files.append(d / "cgroup.procs")
+            if controller == "cpu":
+                group.cpu_dir = d
+                if self._cpuacct_with_cpu:
+                    group.cpuacct_dir = d
+            else:
+                group.cpuacct_dir = d
         return group

@@ -343,20 +343,26 @@ class BwrapSandbox:
             cgroup.set_memory_limit(plan.memory_bytes)
         raw = RawRun()
         pressing: list[bool] = []
+        stalled: list[bool] = []
 
         def kill() -> None:
             if cgroup is not None:
+                # Evidence for MLE, read before the kill: the group working against its
+                # memory limit, its own pages evicted and read back; or, for a run the wall
+                # guard ends (stalled there, it uses little CPU), still meeting the limit.
                 pressing.append(cgroup.pressing_limit())
+                stalled.append(cgroup.at_limit())
                 cgroup.kill_all()
             sp.kill_group()
 
         try:
             raw = pump(sp.proc, sp.chan_r, wire.encode_job(msg, tests_args), plan, kill,
-                       self.config.startup_timeout_s, reader=sp.reader)
+                       self.config.startup_timeout_s, reader=sp.reader, cpu=sp.cpu_seconds,
+                       computing=sp.computing)
         except BaseException:
             sp.destroy()
             raise
-        raw.memory_bound = any(pressing)
+        raw.memory_bound = any(pressing) or (raw.timeout_limit == "wall_guard" and any(stalled))
         if raw.finished:
             _reaper.submit(sp.destroy)
         else:

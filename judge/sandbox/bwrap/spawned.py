@@ -12,6 +12,7 @@ from judge.sandbox.bwrap.cgroups import Cgroup
 from judge.sandbox.bwrap.forkserver import ForkedProcess
 from judge.sandbox.io_loop import RawRun, reap
 from judge.sandbox.job import Kind
+from judge.sandbox.time_limits import group_computing
 from judge.wire import FrameReader
 
 Process = subprocess.Popen | ForkedProcess
@@ -58,6 +59,16 @@ class Spawned:
     def memory_bytes(self) -> int | None:
         """Memory charged to the sandbox now (None without a memory cgroup)."""
         return self.cgroup.usage_bytes() if self.cgroup is not None else None
+
+    def cpu_seconds(self) -> float | None:
+        """CPU time of everything in the sandbox so far, from its cgroup (forked sandboxes
+        join it too); None without one."""
+        return self.cgroup.cpu_seconds() if self.cgroup is not None else None
+
+    def computing(self) -> bool:
+        if self.cgroup is None or self.cgroup.cpuacct_dir is None:
+            return False
+        return group_computing(self.cgroup.cpuacct_dir)
 
     def kill_group(self) -> None:
         """SIGKILL to the process group a bubblewrap sandbox runs in. A forked sandbox's first

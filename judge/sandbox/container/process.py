@@ -19,8 +19,12 @@ import struct
 import subprocess
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import IO, Any
 
+from judge.sandbox.time_limits import cgroup_cpu_seconds, group_computing
+
+CGROUP_ROOT = Path("/sys/fs/cgroup")
 STATE = 4  # container_init's own records
 
 
@@ -58,6 +62,7 @@ class ContainerProcess:
         self.pressing = False
         self.oom_killed = False
         self.reported_exit: int | None = None
+        self._cgroup: Path | None = None
         out_r, self._out_w = os.pipe()
         err_r, self._err_w = os.pipe()
         self.chan_r, self._chan_w = os.pipe()
@@ -130,6 +135,22 @@ class ContainerProcess:
                 select.select([], [fd], [], 0.1)
             except OSError:
                 return  # the reader is gone: the run is over
+
+    def cpu_seconds(self) -> float | None:
+        """The container's CPU time, from its cgroup where this host shows it (the judge on
+        the Docker host, either cgroup driver); None elsewhere: its limits are then on the
+        wall clock."""
+        if self._cgroup is None:
+            cid = self.cid
+            places = [f"cpuacct/docker/{cid}", f"cpu,cpuacct/docker/{cid}",
+                      f"cpuacct/system.slice/docker-{cid}.scope", f"docker/{cid}",
+                      f"system.slice/docker-{cid}.scope"]
+            self._cgroup = next((CGROUP_ROOT / p for p in places
+                                 if cgroup_cpu_seconds(CGROUP_ROOT / p) is not None), Path())
+        return cgroup_cpu_seconds(self._cgroup) if self._cgroup != Path() else None
+
+    def computing(self) -> bool:
+        return self._cgroup not in (None, Path()) and group_computing(self._cgroup)
 
     def poll(self) -> int | None:
         if self.returncode is None and self.ended.is_set():

@@ -108,6 +108,12 @@ class ContainerSpawned:
     def alive(self) -> bool:
         return self.proc.poll() is None and self.reader.error is None
 
+    def cpu_seconds(self) -> float | None:
+        return self.proc.cpu_seconds()
+
+    def computing(self) -> bool:
+        return self.proc.computing()
+
     def memory_bytes(self) -> int | None:
         return None  # asking the engine costs a second per container: the pool's guess stands
 
@@ -352,7 +358,8 @@ class ContainerSandbox:
 
         try:
             raw = pump(sp.proc, sp.chan_r, wire.encode_job(msg, tests_args), plan, kill,
-                       self.config.startup_timeout_s, reader=sp.reader)
+                       self.config.startup_timeout_s, reader=sp.reader, cpu=sp.cpu_seconds,
+                       computing=sp.computing)
         except BaseException:
             sp.destroy()
             raise
