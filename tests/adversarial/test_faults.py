@@ -145,6 +145,9 @@ def test_a_full_tmp_does_not_reach_the_next_submission():
         res = judge(package, fill, pool)
         assert res.verdict is Verdict.RE, res.to_dict()
         assert "No space left on device" in (res.message or ""), res.message
+        # The next one is to come from the pool: a job finding no prepared sandbox would not
+        # wait for one (judge/sandbox/pool.py).
+        assert pool.wait_ready(1, 120), "a spare prepared after the first submission"
         probe = ("import os\ndef double(x):\n    st = os.statvfs('/tmp')\n"
                  "    assert os.listdir('/tmp') == [], os.listdir('/tmp')\n"
                  "    assert st.f_bavail * st.f_frsize > 60 << 20, st\n"
