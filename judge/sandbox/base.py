@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from judge.sandbox.io_loop import RawRun, RunPlan
+from judge.sandbox.io_loop import RawRun, RunPlan, SandboxProcess, pump
 from judge.sandbox.job import Job, Kind
 from judge.wire import FrameReader
 
@@ -160,3 +160,15 @@ def wait_warm(sp: Started, timeout_s: float) -> bool:
             sp.reader.feed(data)
     sp.warm_ms = (time.monotonic() - sp.t_spawn) * 1000.0
     return sp.reader.error is None
+
+
+def run_job(sp: Started, proc: SandboxProcess, job: bytes, plan: RunPlan,
+            kill: Callable[[], None], startup_timeout_s: float) -> RawRun:
+    """One job through a started sandbox's pipes, on its CPU clock (io_loop.pump); a sandbox
+    the loop itself failed on is destroyed before the error goes on."""
+    try:
+        return pump(proc, sp.chan_r, job, plan, kill, startup_timeout_s, reader=sp.reader,
+                    cpu=sp.cpu_seconds, computing=sp.computing)
+    except BaseException:
+        sp.destroy()
+        raise

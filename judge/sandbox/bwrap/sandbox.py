@@ -37,7 +37,7 @@ from judge.sandbox.bwrap.cgroups import Cgroup, CgroupManager
 from judge.sandbox.bwrap.forkserver import CHANNEL_FD, ForkServers, ZygoteLaunch, options_pipe
 from judge.sandbox.bwrap.spawned import Process, Spawned
 from judge.sandbox.bwrap.warm import WarmRouting, hand_back
-from judge.sandbox.io_loop import RawRun, RunPlan, pump
+from judge.sandbox.io_loop import RawRun, RunPlan
 from judge.sandbox.job import Job, Kind
 from judge.sandbox.sources import BOOTSTRAP, RUNNER_SOURCE, source_descriptor
 
@@ -355,13 +355,8 @@ class BwrapSandbox:
                 cgroup.kill_all()
             sp.kill_group()
 
-        try:
-            raw = pump(sp.proc, sp.chan_r, wire.encode_job(msg, tests_args), plan, kill,
-                       self.config.startup_timeout_s, reader=sp.reader, cpu=sp.cpu_seconds,
-                       computing=sp.computing)
-        except BaseException:
-            sp.destroy()
-            raise
+        raw = base.run_job(sp, sp.proc, wire.encode_job(msg, tests_args), plan, kill,
+                           self.config.startup_timeout_s)
         raw.memory_bound = any(pressing) or (raw.timeout_limit == "wall_guard" and any(stalled))
         if raw.finished:
             _reaper.submit(sp.destroy)

@@ -48,7 +48,7 @@ from judge.sandbox.base import (
 from judge.sandbox.container import owners
 from judge.sandbox.container.owners import LABEL, SPAWN_LABEL, identity
 from judge.sandbox.container.process import ContainerProcess
-from judge.sandbox.io_loop import RawRun, RunPlan, pump
+from judge.sandbox.io_loop import RawRun, RunPlan
 from judge.sandbox.job import Job, Kind
 from judge.sandbox.sources import CONTAINER_INIT_SOURCE, RUNNER_SOURCE
 from judge.wire import FrameReader
@@ -356,13 +356,8 @@ class ContainerSandbox:
             pressing.append(sp.proc.pressing)
             sp.kill()
 
-        try:
-            raw = pump(sp.proc, sp.chan_r, wire.encode_job(msg, tests_args), plan, kill,
-                       self.config.startup_timeout_s, reader=sp.reader, cpu=sp.cpu_seconds,
-                       computing=sp.computing)
-        except BaseException:
-            sp.destroy()
-            raise
+        raw = base.run_job(sp, sp.proc, wire.encode_job(msg, tests_args), plan, kill,
+                           self.config.startup_timeout_s)
         raw.memory_bound = any(pressing)
         if raw.finished:
             _reaper.submit(sp.destroy)
