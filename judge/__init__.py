@@ -3,6 +3,8 @@
     judge(package, code, sandbox, ...)       judge a submission -> JudgeResult
     validate_package(path, sandbox, ...)     a package proves its own claims -> Report
     mutation_report(package)                 how strong its tests are -> MutationReport
+    prepare_ahead(package, pool)             a problem's cache fills and trusted outputs, at set-up
+    uses_jax(code)                           whether a submission imports JAX (it may compile)
     prepare_problems(pool, packages, stop)   the start-up work, before the first submission
     Startup(pool, stop)                      the same, giving way to the jobs it is told of
     prepare_tests(package, samples_only)     the selected tests' inputs and expected outputs
@@ -22,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from judge.engine import fill_compile_cache, judge
+    from judge.kinds import uses_jax
     from judge.mutants.render import markdown as markdown_mutation_report
     from judge.mutants.render import render as render_mutation_report
     from judge.mutants.report import MutationReport, mutation_report
@@ -36,7 +39,7 @@ if TYPE_CHECKING:
         SandboxUnavailable,
         open_sandbox,
     )
-    from judge.startup import Startup, prepare_problems
+    from judge.startup import Prepared, Startup, prepare_ahead, prepare_problems
     from judge.validate import Check, Report
     from judge.validate import validate as validate_package
     from judge.verdicts import (
@@ -61,6 +64,9 @@ _FACE: dict[str, tuple[str, str]] = {
     "markdown_mutation_report": ("judge.mutants.render", "markdown"),
     "prepare_problems": ("judge.startup", "prepare_problems"),
     "Startup": ("judge.startup", "Startup"),
+    "prepare_ahead": ("judge.startup", "prepare_ahead"),
+    "uses_jax": ("judge.kinds", "uses_jax"),
+    "Prepared": ("judge.startup", "Prepared"),
     "prepare_tests": ("judge.prepared", "prepare"),
     "PreparedTests": ("judge.prepared", "PreparedTests"),
     "open_sandbox": ("judge.sandbox", "open_sandbox"),
@@ -85,7 +91,8 @@ _FACE: dict[str, tuple[str, str]] = {
 __all__ = ["judge", "fill_compile_cache", "validate_package", "Check", "Report",
            "mutation_report", "MutationReport", "render_mutation_report",
            "markdown_mutation_report",
-           "prepare_problems", "Startup", "prepare_tests", "PreparedTests", "open_sandbox",
+           "prepare_problems", "Startup", "prepare_ahead", "Prepared", "prepare_tests",
+           "PreparedTests", "open_sandbox", "uses_jax",
            "SandboxConfig", "SandboxUnavailable", "SandboxPool", "PoolFigures", "Package",
            "PackageError", "load_package", "discover", "SLUG_RE", "Verdict", "VERDICT_WORDS",
            "JudgeResult", "TestResult", "Timing", "aggregate", "cut"]

@@ -40,6 +40,17 @@ def compiles_itself(tree: ast.AST) -> bool:
     return False
 
 
+def uses_jax(code: str) -> bool:
+    """Whether a submission imports JAX (Flax included): its first calls may compile for
+    seconds, where other submissions' run in milliseconds. Code that does not parse: no (it
+    fails at once)."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return False
+    return "jax" in imported_frameworks(tree)
+
+
 def imported_frameworks(tree: ast.AST) -> list[str]:
     """The modules to import ahead for a submission, from its own import statements; with
     EAGER_JAX among them when it uses JAX without compiling its own code."""

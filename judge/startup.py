@@ -137,6 +137,40 @@ def prepare_problems(pool: SandboxPool, packages: list[Package],
     (startup or Startup(pool, stopping)).run(packages)
 
 
+@dataclass(frozen=True)
+class Prepared:
+    """What `prepare_ahead` did for one problem, and how long each part took."""
+
+    slug: str
+    kinds: int  # kinds of submission whose warm-up the compilation cache now holds
+    kinds_failed: int
+    compile_cache_s: float
+    trusted_outputs_s: float
+
+
+def prepare_ahead(package: Package, sandbox: SandboxPool) -> Prepared:
+    """Before any service starts (`tensorjudge problems prepare`, which `./dev setup` runs for
+    the bundled problems): the compilation cache of every kind's warm-up filled, and the
+    trusted outputs (expected, and the known mistakes') computed, so that a fresh machine's
+    first submissions find them. Both are the judge's own work (no submission is involved)
+    and are kept by content, so a second call finds them and returns in moments."""
+    memory = package.manifest.limits.memory_mb << 20
+    t0 = time.monotonic()
+    kinds = failed = 0
+    for kind in kinds_for(package):
+        kinds += 1
+        try:
+            failed += not sandbox.fill_compile_cache(kind, memory)
+        except Exception as e:  # noqa: BLE001 - the start-up work fills it later
+            failed += 1
+            log.warning("compilation cache not filled",
+                        extra={"problem": package.slug, "kind": kind.key, "error": str(e)})
+    t1 = time.monotonic()
+    expected_outputs(package, package.tests)
+    bank(package, package.tests)
+    return Prepared(package.slug, kinds, failed, t1 - t0, time.monotonic() - t1)
+
+
 def _prepare_kind_step(pool: SandboxPool, package: Package, kind: Kind) -> Callable[[], None]:
     def step() -> None:
         """Fill the compilation cache for one kind of sandbox (a niced sandbox that runs

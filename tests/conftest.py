@@ -15,6 +15,13 @@ REPO = Path(__file__).resolve().parents[1]
 def _private_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
     # Expected outputs of the fixture problems go to a throwaway cache, but the bundled
     # problems' cache (slow to fill) is shared with the developer's.
+    # The trusted processes' compilation cache is shared with the developer's too (what
+    # `./dev setup` filled): executables are keyed by their program, so reuse changes no result.
+    if "TENSORJUDGE_CACHE_DIR" not in os.environ:
+        from judge.trusted.expected import cache_dir
+
+        os.environ.setdefault("TENSORJUDGE_TRUSTED_COMPILE_CACHE",
+                              str(cache_dir().parent / "xla-trusted"))
     os.environ.setdefault("TENSORJUDGE_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
 
 

@@ -78,6 +78,33 @@ def problems_validate(
         fail(f"{failed} of {len(paths)} packages invalid", 1)
 
 
+@problems_cli.command("prepare")
+def problems_prepare(
+    path: Annotated[Path | None, typer.Argument(help="a package folder")] = None,
+    all_: Annotated[bool, typer.Option("--all", help="every bundled package")] = False,
+) -> None:
+    """Do now what a problem's first submissions would otherwise wait for: the JAX
+    compilation cache of every kind's warm-up, and the trusted expected outputs (and the
+    known mistakes'). `./dev setup` runs it for the bundled problems; it is quick once done."""
+    from judge import PackageError, discover, load_package, prepare_ahead
+
+    if all_ == (path is not None):
+        fail("give a PATH or --all")
+    paths = discover(get_settings().problems_dir) if all_ else [path]
+    sandbox = open_sandbox()
+    for p in paths:
+        assert p is not None
+        try:
+            package = load_package(p)
+        except PackageError as e:
+            fail(str(e))
+        done = prepare_ahead(package, sandbox)
+        failed = f", {done.kinds_failed} not filled" if done.kinds_failed else ""
+        typer.echo(f"{done.slug:24} compilation cache: {done.kinds} kinds{failed} "
+                   f"({done.compile_cache_s:.1f} s); trusted outputs "
+                   f"({done.trusted_outputs_s:.1f} s)")
+
+
 @problems_cli.command("mutants")
 def problems_mutants(
     slug: Annotated[str, typer.Argument(help="a bundled problem's slug, or a package folder")],

@@ -214,7 +214,10 @@ class SandboxPool:
             # would take the CPU from this job (a warm-up may have to compile).
             self._refill_when_idle = True
         self.stats.cold += 1
-        if patient:  # the warm-up run in the sandbox itself, before the job
+        # The warm-up run in the sandbox itself, before the job: for a patient job, or where
+        # the compilation cache holds the warm-up (it then loads in moments, and the job
+        # finds every operation the warm-up ran ready, as in a spare).
+        if patient or (kind.warmup is not None and self.backend.compile_cache_holds(kind)):
             return self.backend.spawn(kind.preparing_itself(), memory_bytes)
         self._local.fell_back = kind
         return self.backend.spawn(kind.plain(), memory_bytes)

@@ -135,7 +135,21 @@ def ensure_dir(root: Path) -> Path:
             p.chmod((p.stat().st_mode | 0o755) & ~0o022)
         except PermissionError:
             break
+    closed = unreachable_parent(cache)
+    if closed is not None and os.geteuid() == 0:
+        # The sandboxes (other uids) could neither read nor fill it: every job would compile.
+        log.warning("the compilation cache %s is closed to the sandboxes: its folder %s is "
+                    "not searchable by other users (chmod o+x it, or set "
+                    "TENSORJUDGE_COMPILE_CACHE_ROOT elsewhere)", cache, closed)
     return cache
+
+
+def unreachable_parent(path: Path) -> Path | None:
+    """The first folder above `path` that other users cannot pass through, if any."""
+    for p in reversed(path.parents):
+        if not p.stat().st_mode & 0o001:
+            return p
+    return None
 
 
 def clear(root: Path) -> None:

@@ -60,6 +60,30 @@ def cache_dir() -> Path:
     return d
 
 
+def trusted_compile_cache() -> Path:
+    """The trusted processes' own JAX compilation cache (one per JAX version), beside their
+    outputs unless TENSORJUDGE_TRUSTED_COMPILE_CACHE says where. Only trusted code compiles
+    into it (references, their mutants, packaged mistakes); no sandbox reads it."""
+    configured = os.environ.get("TENSORJUDGE_TRUSTED_COMPILE_CACHE")
+    root = Path(configured) if configured else cache_dir().parent / "xla-trusted"
+    return root / f"jaxlib-{library_versions()['jaxlib']}"
+
+
+def trusted_env() -> dict[str, str]:
+    """A trusted process's environment: the judge's, without its settings, on the CPU, with
+    the trusted compilation cache. A new process loads what earlier ones compiled instead of
+    compiling every operation again (a Flax reference's first pass over its tests: about
+    20 s compiling, 4 s loading). A size bound turns on JAX's file lock around each read and
+    write of the cache, which processes running at once need (its writes are not atomic)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TENSORJUDGE_")}
+    env["JAX_PLATFORMS"] = "cpu"
+    env["JAX_COMPILATION_CACHE_DIR"] = str(trusted_compile_cache())
+    env["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"
+    env["JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES"] = "-1"
+    env["JAX_COMPILATION_CACHE_MAX_SIZE"] = str(4 << 30)
+    return env
+
+
 def test_key(package: Package, test: TestSpec, float64: bool = False,
              source: str | None = None) -> str:
     """The cache key of one output: of the reference, or of another trusted module of the
@@ -240,14 +264,12 @@ def _run(package: Package, items: list[dict[str, str]], float64: bool, d: Path,
         "out_dir": str(d),
         "background": flight.background,
     }
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TENSORJUDGE_")}
-    env["JAX_PLATFORMS"] = "cpu"
     with subprocess.Popen(
         [sys.executable, "-m", "judge.trusted.reference_run"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        env=env,
+        env=trusted_env(),
         start_new_session=flight.background,
     ) as proc:
         flight.proc = proc

@@ -170,6 +170,23 @@ def test_judge_opens_the_configured_sandbox(run, tmp_path, monkeypatch):
     assert "no-bwrap" in out and "was not found" in out
 
 
+@pytest.mark.sandbox
+def test_problems_prepare(run):
+    """`problems prepare`: the trusted outputs computed (and the compilation cache filled) for
+    a package; a second time it finds them done."""
+    from judge import load_package
+    from judge.trusted.expected import cache_dir, test_key
+    from tests.conftest import FIXTURES
+
+    folder = FIXTURES / "double"
+    package = load_package(folder)
+    out = run("problems", "prepare", str(folder))
+    assert out.startswith("double ") and "not filled" not in out
+    assert all((cache_dir() / f"{test_key(package, t)}.npy").is_file() for t in package.tests)
+    assert "trusted outputs (0.0 s)" in run("problems", "prepare", "--all")
+    run("problems", "prepare", code=2)  # neither a folder nor --all
+
+
 def test_problems_mutants(run, tmp_path):
     """`problems mutants` on a package folder: the report in words, and as JSON."""
     from tests.conftest import FIXTURES

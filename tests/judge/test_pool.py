@@ -135,6 +135,8 @@ class _StubSandbox:
         self.release = threading.Event()
         self.closed = False
         self.name = "stub"
+        self.cached: set[str] = set()  # warm-ups the compilation cache holds
+        self.kinds: dict[int, Kind] = {}
 
     def shared_memory_bytes(self) -> int:
         return 0
@@ -145,10 +147,14 @@ class _StubSandbox:
     def route(self, job: Job) -> Kind:
         return job.kind
 
+    def compile_cache_holds(self, kind: Kind) -> bool:
+        return kind.warmup is not None and kind.warmup.key in self.cached
+
     def spawn(self, kind: Kind, memory_bytes: int, background: bool = False) -> _StubSpawned:
         key = kind.warmup.key if kind.warmup is not None else "?"
         self.spawned.append(key)
         sp = _StubSpawned(key, background)
+        self.kinds[id(sp)] = kind
         if background:
             self.last = sp
         return sp
@@ -233,6 +239,31 @@ def test_a_job_whose_kind_is_not_ready_starts_its_own_at_once():
         assert p.wait_ready(1, 10)
         # Seen ready quickly now: the next job takes the spare.
         assert p.acquire(_kind("slow"), 1 << 20) is spare
+    finally:
+        stub.release.set()
+        p.close()
+
+
+@pytest.mark.timeout(60)
+def test_a_kind_whose_warm_up_is_cached_prepares_itself_for_the_job():
+    """After `./dev setup` (`problems prepare`) the compilation cache holds every kind's
+    warm-up: a job finding no spare starts at once, at normal priority, a sandbox of its kind
+    that runs the warm-up itself (it loads, rather than compiles), not one without it."""
+    stub = _StubSandbox()
+    stub.cached.add("slow")
+    p = SandboxPool(stub, per_key=1, max_idle=4, spawners=2)  # type: ignore[arg-type]
+    try:
+        p.prewarm(_kind("slow"), 1 << 20)
+        deadline = time.monotonic() + 10
+        while not hasattr(stub, "last") and time.monotonic() < deadline:
+            time.sleep(0.01)
+        spare = stub.last
+        own = p.acquire(_kind("slow"), 1 << 20)
+        assert own is not spare and own.key == "slow" and not own.niced
+        assert stub.kinds[id(own)].self_prepared
+        assert spare.niced and not spare.hurried.is_set()
+        stub.cached.clear()  # and without the cache: the kind without its warm-up
+        assert p.acquire(_kind("slow"), 1 << 20).key == "?"
     finally:
         stub.release.set()
         p.close()
@@ -344,12 +375,6 @@ def test_a_time_out_without_the_warm_up_is_met_again_with_the_warm_up():
                     acquire: object) -> RawRun:
             self.ran.append(self.kinds[id(sp)])
             return RawRun(timed_out=sp.key == "?")
-
-        def spawn(self, kind: Kind, memory_bytes: int, background: bool = False
-                  ) -> _StubSpawned:
-            sp = super().spawn(kind, memory_bytes, background)
-            self.kinds = {**getattr(self, "kinds", {}), id(sp): kind}
-            return sp
 
     stub = TimesOutWithoutWarmUp()
     p = SandboxPool(stub, per_key=1, max_idle=4, spawners=2)  # type: ignore[arg-type]

@@ -109,3 +109,27 @@ def test_the_submission_runs_while_its_expected_outputs_are_computed(
     monkeypatch.setattr(pool, "run", starting)
     res = judge(package, "def double(x):\n    return (2 * x).reshape(-1)\n", pool)
     assert res.verdict is Verdict.AC, res.to_dict()
+
+
+@pytest.mark.sandbox
+@pytest.mark.timeout(600)
+def test_prepared_ahead_the_cache_holds_every_kinds_warm_up():
+    """`prepare_ahead` (what `./dev setup` runs): afterwards the judge's compilation cache holds
+    every kind's warm-up (so a first job's sandbox loads it rather than compiles it) and the
+    expected outputs are on disk."""
+    from judge.kinds import kinds_for
+    from judge.sandbox import SandboxConfig, open_sandbox
+    from judge.sandbox.xla_cache import needs_fill
+    from judge.trusted.expected import cache_dir, test_key
+
+    package = load_package(Path(__file__).resolve().parents[2] / "problems" / "encoder-block")
+    pool = open_sandbox(SandboxConfig(pool_per_key=0))
+    try:
+        done = startup.prepare_ahead(package, pool)
+        assert done.kinds_failed == 0 and done.kinds == len(kinds_for(package))
+        filled = [k for k in kinds_for(package) if needs_fill(k)]
+        assert filled and all(pool.backend.compile_cache_holds(k) for k in filled)
+        assert all((cache_dir() / f"{test_key(package, t)}.npy").is_file()
+                   for t in package.tests)
+    finally:
+        pool.close()

@@ -202,6 +202,10 @@ class BwrapSandbox:
         return xla_cache.fill(kind, memory_bytes, xla_cache.MarkerFiles(cache),
                               self._spawn_filler)
 
+    def compile_cache_holds(self, kind: Kind) -> bool:
+        cache = self.xla_cache_dir
+        return cache is not None and xla_cache.MarkerFiles(cache).holds(kind)
+
     def _spawn_filler(self, kind: Kind, memory_bytes: int) -> Spawned:
         """A sandbox that only runs `kind`'s warm-up, as the one uid that may write the cache.
         Niced: no job waits for a fill (one that finds the cache empty compiles for itself)."""

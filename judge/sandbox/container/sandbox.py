@@ -267,6 +267,9 @@ class ContainerSandbox:
         return xla_cache.fill(kind, memory_bytes, self._filled, functools.partial(
             self.spawn, background=True, cache_writable=True))
 
+    def compile_cache_holds(self, kind: Kind) -> bool:
+        return self.cache_volume is not None and self._filled.holds(kind)
+
     wait_warm = staticmethod(base.wait_warm)
 
     def route(self, job: Job) -> Kind:

@@ -50,6 +50,24 @@ def test_claims_are_fifo(ctx, user):
     assert queue.claim(ctx, "w") is None
 
 
+JAX_CODE = ("import jax.numpy as jnp\n\n\n"
+            "def double(x):\n    return (2 * jnp.asarray(x)).reshape(-1)\n")
+
+
+def test_a_quick_submission_is_claimed_before_recent_jax_ones(ctx, user):
+    """A submission without JAX (milliseconds) goes ahead of JAX ones (which may compile for
+    seconds) posted up to QUICK_HEAD_START before it; not ahead of older ones; and among
+    themselves, each class keeps its order."""
+    ctx.settings = ctx.settings.model_copy(update={"rate_limit": 10_000})
+    jax_first = submissions.create(ctx, user, "double", JAX_CODE)["id"]
+    jax_second = submissions.create(ctx, user, "double", JAX_CODE)["id"]
+    quick = make(ctx, user, 2)
+    with ctx.db.transaction() as s:  # a JAX submission posted longer ago than the head start
+        s.get(Submission, jax_first).available_at -= submissions.QUICK_HEAD_START * 2
+    got = [queue.claim(ctx, "w").submission_id for _ in range(4)]
+    assert got == [jax_first, *quick, jax_second]
+
+
 def test_concurrent_claims_take_each_submission_once(ctx, user):
     ids = make(ctx, user, 40)
     taken: list[int] = []
