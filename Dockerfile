@@ -1,5 +1,7 @@
 # The images of tensorjudge, built by `./dev images` (which prepares .build/images first):
-#   --target sandbox   what runs a submission: Python, the pinned libraries, nothing else
+#   --target sandbox   what runs a submission: Python, the pinned libraries, and the seed of
+#                      the compilation cache (the judge's own warm-ups, compiled at build time
+#                      in --target sandbox-runtime: the same image without the seed)
 #   --target app       the service and the worker: the same runtime plus the project
 # Both start from one Debian base; `./dev images` makes it from Debian's archive when no
 # registry is reachable, tagged with the name below, so this file is built as it is.
