@@ -37,6 +37,7 @@ def main(out: Path, image: str) -> None:
     from judge.sandbox import xla_cache
     from judge.sandbox.base import XLA_CACHE_IN_SANDBOX, sandbox_env
     from judge.sandbox.container import ContainerConfig, ContainerSandbox
+    from judge.trusted.expected import library_versions
 
     t0 = time.monotonic()
     wanted: dict[str, tuple[Any, int]] = {}
@@ -50,6 +51,8 @@ def main(out: Path, image: str) -> None:
         "kinds": sorted(wanted),
         "cpu": copier["fingerprint"](Path("/proc/cpuinfo").read_text()),
         "jaxlib": metadata.version("jaxlib"),
+        # The warm-ups' computations depend on the other libraries too (Flax's, say).
+        "libraries": dict(library_versions()),
         "xla_flags": sandbox_env()["XLA_FLAGS"],
     }
     done = out / "seed.json"

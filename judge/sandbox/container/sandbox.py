@@ -69,8 +69,8 @@ class ContainerConfig:
     tmpfs_bytes: int = 64 << 20
     max_pids: int = 256
     # A CPU quota (cores); 0: none, as bubblewrap's sandboxes have none. The time limits run
-    # on the container's CPU clock either way; a quota would only slow the libraries' own
-    # threads (XLA's compilation and its thread pool see every core of the machine).
+    # on the container's CPU clock either way; a quota would only throttle the libraries'
+    # own threads (XLA sizes its thread pool to every core of the machine).
     cpus: float = 0.0
     startup_timeout_s: float = 90.0
     seccomp: bool = True
