@@ -1,5 +1,7 @@
 # The images of tensorjudge, built by `./dev images` (which prepares .build/images first):
-#   --target sandbox   what runs a submission: Python, the pinned libraries, nothing else
+#   --target sandbox   what runs a submission: Python, the pinned libraries, and the seed of
+#                      the compilation cache (the judge's own warm-ups, compiled at build time
+#                      in --target sandbox-runtime: the same image without the seed)
 #   --target app       the service and the worker: the same runtime plus the project
 # Both start from one Debian base; `./dev images` makes it from Debian's archive when no
 # registry is reachable, tagged with the name below, so this file is built as it is.
@@ -27,7 +29,9 @@ RUN python3.11 -m venv /opt/venv \
 FROM runtime AS with-libraries
 COPY --from=libraries /opt/venv /opt/venv
 
-FROM with-libraries AS sandbox
+# The sandbox without the compilation cache's seed: what `./dev images` runs the judge's
+# warm-ups in to make the seed (deploy/xla_seed.py).
+FROM with-libraries AS sandbox-runtime
 ARG VERSION=dev
 LABEL org.opencontainers.image.title="tensorjudge-sandbox" \
       org.opencontainers.image.version="${VERSION}" \
@@ -43,6 +47,13 @@ RUN install -d -o 65534 -g 65534 /opt/tensorjudge/xla-cache \
 USER 65534:65534
 WORKDIR /tmp
 CMD ["/usr/bin/python3.11", "-I", "-c", "print('tensorjudge sandbox image')"]
+
+# What runs a submission: the runtime, and what the judge's own warm-ups compiled in it when
+# the image was built. A judge copies it into a new cache volume (read-only to submissions;
+# only on a CPU like the build machine's): judge/sandbox/container/seed.py.
+FROM sandbox-runtime AS sandbox
+COPY --chown=65534:65534 .build/images/xla-seed/ /opt/tensorjudge/xla-seed/
+LABEL org.tensorjudge.xla-seed="/opt/tensorjudge/xla-seed"
 
 FROM with-libraries AS app
 ARG VERSION=dev

@@ -50,7 +50,14 @@ def open_sandbox(config: SandboxConfig, *, pooled: bool = False) -> SandboxPool:
     else:
         raise SandboxUnavailable(f"unknown sandbox kind {config.kind!r} "
                                  f"(known: {', '.join(KINDS)})")
-    return SandboxPool(sandbox, per_key=max(config.pool_per_key, 0) if pooled else 0,
+    spares = max(config.pool_per_key, 0) if pooled else 0
+    if spares and config.kind == "docker":
+        # A Submit cut in two parts takes two spares, and a wrong answer's probes want a
+        # third right after. Bubblewrap forks one in milliseconds; a container takes seconds
+        # to start and prepare (without its warm-up the probes would compile their own): the
+        # docker backend keeps one more of each kind ready.
+        spares += 1
+    return SandboxPool(sandbox, per_key=spares,
                        max_idle=max(config.pool_max_idle, 1),
                        max_idle_bytes=config.pool_max_idle_mb << 20,
                        split_idle=config.pool_split)

@@ -45,7 +45,7 @@ from judge.sandbox.base import (
     SandboxUnavailable,
     sandbox_env,
 )
-from judge.sandbox.container import owners
+from judge.sandbox.container import owners, seed
 from judge.sandbox.container.owners import LABEL, SPAWN_LABEL, identity
 from judge.sandbox.container.process import ContainerProcess
 from judge.sandbox.io_loop import RawRun, RunPlan
@@ -68,7 +68,10 @@ class ContainerConfig:
     docker_host: str | None = None  # None: DOCKER_HOST or the engine's default socket
     tmpfs_bytes: int = 64 << 20
     max_pids: int = 256
-    cpus: float = 1.0
+    # A CPU quota (cores); 0: none, as bubblewrap's sandboxes have none. The time limits run
+    # on the container's CPU clock either way; a quota would only throttle the libraries'
+    # own threads (XLA sizes its thread pool to every core of the machine).
+    cpus: float = 0.0
     startup_timeout_s: float = 90.0
     seccomp: bool = True
     # A container whose judge is gone ends by itself after this long.
@@ -200,6 +203,21 @@ class ContainerSandbox:
         self._live_lock = threading.Lock()
         self._reaped_at = time.monotonic()
         self.reap_stale()
+        # The kinds the image's seed put in the cache volume (seed.py): filled already.
+        self.seeded: list[str] = []
+        if self.cache_volume is not None:
+            self.seeded = self._seed(image)
+
+    def _seed(self, image: Any) -> list[str]:
+        mark = secrets.token_hex(8)
+        with self._live_lock:
+            self._live.add(mark)
+        try:
+            assert self.cache_volume is not None
+            return seed.seed_volume(self.client, image, self.cache_volume, self.python,
+                                    self._filled, self.identity.labels(mark))
+        finally:
+            self._forget(mark)
 
     def _shared_fill_record(self, root: Path) -> xla_cache.FillRecord:
         """Marker files of the kinds filled in the cache volume, kept beside the trusted
@@ -294,7 +312,7 @@ class ContainerSandbox:
             mem_limit=memory_bytes,
             memswap_limit=memory_bytes,
             pids_limit=cfg.max_pids,
-            nano_cpus=int(cfg.cpus * 1e9),
+            nano_cpus=int(cfg.cpus * 1e9) if cfg.cpus > 0 else None,
             cpu_shares=2 if background else 1024,
             tmpfs={"/tmp": f"size={cfg.tmpfs_bytes},mode=1777"},
             auto_remove=True,
