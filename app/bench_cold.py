@@ -163,7 +163,8 @@ def run_cold(tmp: Path, progress: Callable[[str], object], *, docker: bool,
                      f"{sample.verdict}")
     if docker:
         volume = f"tensorjudge-bench-cold-{uuid.uuid4().hex[:8]}"
-        progress(f"  the same with the docker backend (a new, empty cache volume {volume}):")
+        progress(f"  the same with the docker backend (a new cache volume {volume}, which the "
+                 "image seeds as a new deployment's):")
         env = {**cold_env(tmp / "cold-docker-caches"), "TENSORJUDGE_SANDBOX": "docker",
                "TENSORJUDGE_DOCKER_CACHE_VOLUME": volume}
         try:
