@@ -109,6 +109,12 @@ class Settings(BaseSettings):
             docker_image=self.docker_image, docker_cache_volume=self.docker_cache_volume,
             library_patches=self.library_patches)
 
+    @field_validator("compile_cache_root", mode="before")
+    @classmethod
+    def _empty_is_unset(cls, v: object) -> object:
+        # TENSORJUDGE_COMPILE_CACHE_ROOT= (empty) means the default, not the current folder.
+        return None if isinstance(v, str) and not v.strip() else v
+
     @field_validator("secret_key")
     @classmethod
     def _no_placeholder(cls, v: str) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import fields
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -159,6 +160,13 @@ def test_every_sandbox_setting_reaches_the_sandbox_config(monkeypatch):
     fed = {f.name for f in fields(config) if getattr(config, f.name) != getattr(SandboxConfig(),
                                                                                   f.name)}
     assert fed == {f.name for f in fields(SandboxConfig)} - {"cache_root"}
+
+
+def test_an_empty_compile_cache_root_means_the_default(monkeypatch):
+    monkeypatch.setenv("TENSORJUDGE_COMPILE_CACHE_ROOT", "")
+    assert Settings().compile_cache_root is None
+    monkeypatch.setenv("TENSORJUDGE_COMPILE_CACHE_ROOT", "/srv/cache")
+    assert Settings().compile_cache_root == Path("/srv/cache")
 
 
 def test_judge_opens_the_configured_sandbox(run, tmp_path, monkeypatch):
