@@ -73,14 +73,15 @@ def trusted_env() -> dict[str, str]:
     """A trusted process's environment: the judge's, without its settings, on the CPU, with
     the trusted compilation cache. A new process loads what earlier ones compiled instead of
     compiling every operation again (a Flax reference's first pass over its tests: about
-    20 s compiling, 4 s loading). A size bound turns on JAX's file lock around each read and
-    write of the cache, which processes running at once need (its writes are not atomic)."""
+    20 s compiling, 4 s loading). No size bound: with one, JAX locks the folder and lists it
+    on every write (quadratic in its entries). Processes running at once may then read an
+    entry while another writes it; the entries are compressed, so such a read fails to
+    decompress and JAX compiles instead (it warns, nothing else)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("TENSORJUDGE_")}
     env["JAX_PLATFORMS"] = "cpu"
     env["JAX_COMPILATION_CACHE_DIR"] = str(trusted_compile_cache())
     env["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"
     env["JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES"] = "-1"
-    env["JAX_COMPILATION_CACHE_MAX_SIZE"] = str(4 << 30)
     return env
 
 
