@@ -142,7 +142,7 @@ class Prepared:
     """What `prepare_ahead` did for one problem, and how long each part took."""
 
     slug: str
-    kinds: int  # kinds of submission whose warm-up the compilation cache now holds
+    kinds: int  # kinds of submission the problem has (each one's warm-up filled)
     kinds_failed: int
     compile_cache_s: float
     trusted_outputs_s: float
