@@ -215,6 +215,17 @@ def _kind(key: str) -> Kind:
     return Kind((), Warmup(key, ""))
 
 
+def _a_spare_preparing(stub: _StubSandbox) -> tuple[SandboxPool, _StubSpawned]:
+    """A pool over `stub` whose one spare of kind `slow` is being prepared (niced), never
+    ready until the stub releases it."""
+    p = SandboxPool(stub, per_key=1, max_idle=4, spawners=2)  # type: ignore[arg-type]
+    p.prewarm(_kind("slow"), 1 << 20)
+    deadline = time.monotonic() + 10
+    while not hasattr(stub, "last") and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return p, stub.last
+
+
 @pytest.mark.timeout(60)
 def test_a_job_whose_kind_is_not_ready_starts_its_own_at_once():
     """On a fresh machine no spare of a kind is ready and its first preparation may take
@@ -222,13 +233,8 @@ def test_a_job_whose_kind_is_not_ready_starts_its_own_at_once():
     normal priority a sandbox of its kind that prepares itself without the warm-up. The
     spare is prepared, still niced, once no job runs."""
     stub = _StubSandbox()
-    p = SandboxPool(stub, per_key=1, max_idle=4, spawners=2)  # type: ignore[arg-type]
+    p, spare = _a_spare_preparing(stub)
     try:
-        p.prewarm(_kind("slow"), 1 << 20)
-        deadline = time.monotonic() + 10
-        while not hasattr(stub, "last") and time.monotonic() < deadline:
-            time.sleep(0.01)
-        spare = stub.last
         t0 = time.monotonic()
         own = p.acquire(_kind("slow"), 1 << 20)
         assert time.monotonic() - t0 < 2
@@ -251,13 +257,8 @@ def test_a_kind_whose_warm_up_is_cached_prepares_itself_for_the_job():
     that runs the warm-up itself (it loads, rather than compiles), not one without it."""
     stub = _StubSandbox()
     stub.cached.add("slow")
-    p = SandboxPool(stub, per_key=1, max_idle=4, spawners=2)  # type: ignore[arg-type]
+    p, spare = _a_spare_preparing(stub)
     try:
-        p.prewarm(_kind("slow"), 1 << 20)
-        deadline = time.monotonic() + 10
-        while not hasattr(stub, "last") and time.monotonic() < deadline:
-            time.sleep(0.01)
-        spare = stub.last
         own = p.acquire(_kind("slow"), 1 << 20)
         assert own is not spare and own.key == "slow" and not own.niced
         assert stub.kinds[id(own)].self_prepared
