@@ -21,6 +21,7 @@ def open_sandbox(config: SandboxConfig, *, pooled: bool = False) -> SandboxPool:
     SandboxUnavailable when the backend cannot run here (the bubblewrap binary missing, the
     docker engine unreachable), so a worker fails at start-up, not per job."""
     sandbox: Backend
+    extra_spares = 0  # kept ready per kind beyond the config's, where the backend wants them
     if config.kind == "docker":
         from judge.sandbox import xla_cache
         from judge.sandbox.container import ContainerConfig, ContainerSandbox
@@ -37,6 +38,7 @@ def open_sandbox(config: SandboxConfig, *, pooled: bool = False) -> SandboxPool:
         if config.docker_image:
             cconfig.image = config.docker_image
         sandbox = ContainerSandbox(cconfig)
+        extra_spares = ContainerSandbox.extra_spares
     elif config.kind in ("bwrap", "local", ""):
         bconfig = BwrapConfig(bwrap=config.bwrap or "bwrap", fork_server=config.fork_server,
                               fork_warmed=config.fork_warmed,
@@ -51,12 +53,8 @@ def open_sandbox(config: SandboxConfig, *, pooled: bool = False) -> SandboxPool:
         raise SandboxUnavailable(f"unknown sandbox kind {config.kind!r} "
                                  f"(known: {', '.join(KINDS)})")
     spares = max(config.pool_per_key, 0) if pooled else 0
-    if spares and config.kind == "docker":
-        # A Submit cut in two parts takes two spares, and a wrong answer's probes want a
-        # third right after. Bubblewrap forks one in milliseconds; a container takes seconds
-        # to start and prepare (without its warm-up the probes would compile their own): the
-        # docker backend keeps one more of each kind ready.
-        spares += 1
+    if spares:
+        spares += extra_spares
     return SandboxPool(sandbox, per_key=spares,
                        max_idle=max(config.pool_max_idle, 1),
                        max_idle_bytes=config.pool_max_idle_mb << 20,

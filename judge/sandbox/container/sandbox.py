@@ -158,6 +158,11 @@ class ContainerSpawned:
 
 class ContainerSandbox:
     name = "docker"
+    # A Submit cut in two parts takes two spares, and a wrong answer's probes want a third
+    # right after. Bubblewrap forks one in milliseconds; a container takes seconds to start
+    # and prepare (without its warm-up the probes would compile their own): a pool over this
+    # backend keeps one more of each kind ready.
+    extra_spares = 1
 
     def __init__(self, config: ContainerConfig | None = None):
         self.config = config or ContainerConfig()
