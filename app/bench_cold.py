@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import os
 import pickle
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -134,6 +135,15 @@ def cold_env(tmp: Path) -> dict[str, str]:
             "TENSORJUDGE_COMPILE_CACHE_ROOT": str(tmp / "xla")}
 
 
+def as_in_app_image(prepared: Path, new: Path) -> None:
+    """A new deployment's trusted-output cache: what the app image carries (the bundled
+    problems' expected outputs and known mistakes' outputs, computed at its build by
+    deploy/trusted_outputs.py), here taken from the caches the set-up prepared. Its
+    compilation caches stay new: the sandboxes' is the new volume the sandbox image seeds."""
+    shutil.copytree(prepared / "cache" / "expected", new / "cache" / "expected",
+                    dirs_exist_ok=True)
+
+
 def prepare_like_setup(env: dict[str, str]) -> float:
     """What `./dev setup` does for the bundled problems, into the caches `env` names: the
     seconds it took."""
@@ -167,6 +177,7 @@ def run_cold(tmp: Path, progress: Callable[[str], object], *, docker: bool,
                  "image seeds as a new deployment's):")
         env = {**cold_env(tmp / "cold-docker-caches"), "TENSORJUDGE_SANDBOX": "docker",
                "TENSORJUDGE_DOCKER_CACHE_VOLUME": volume}
+        as_in_app_image(tmp / "cold-caches", tmp / "cold-docker-caches")
         try:
             with server("cold-docker", tmp, env) as url:
                 for case, sample in first_submits(url, cases).items():
@@ -206,7 +217,10 @@ def cold_report(cold: Cold) -> list[str]:
              "run over the same tests by a plain Python process (imports and compilation "
              "included), the processes started 2 at a time (as 2 workers) from one common "
              "start in the same run, timed from that start; *alone*: the process's own time. "
-             "The ratios are the judge's time over the fresh process's.", "",
+             "The ratios are the judge's time over the fresh process's. *Docker*: the same "
+             "with the docker backend, as a new deployment starts: a new compilation-cache "
+             "volume, which the sandbox image seeds, and the trusted outputs the app image "
+             "carries.", "",
              "| problem | solution | judge ms | fresh process ms | alone ms | judge / fresh "
              "| docker ms | docker / fresh | verdicts |",
              "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]

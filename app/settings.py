@@ -68,6 +68,10 @@ class Settings(BaseSettings):
     heartbeat_seconds: float = Field(default=5.0, gt=0)
     queue_max: int = Field(default=1000, ge=1, description="queued submissions before 503")
     workers: int = Field(default=1, ge=0, description="embedded workers of `serve`")
+    quick_workers: int = Field(
+        default=1, ge=0, description="per judge process with workers: extra workers that take "
+        "only submissions without JAX (judged in milliseconds), so that those never wait "
+        "behind compilations")
 
     # Submissions.
     max_code_bytes: int = 64 * 1024

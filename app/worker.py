@@ -98,9 +98,10 @@ class ProgressWriter(threading.Thread):
 
 
 class WorkerThread(threading.Thread):
-    def __init__(self, pool: WorkerPool, name: str):
+    def __init__(self, pool: WorkerPool, name: str, *, quick_only: bool = False):
         super().__init__(name=name, daemon=True)
         self.pool, self.ctx = pool, pool.ctx
+        self.quick_only = quick_only
         self.current: int | None = None
         self.job: Job | None = None
         self.judged = 0
@@ -111,7 +112,7 @@ class WorkerThread(threading.Thread):
         while not stop.is_set():
             seen = ctx.hub.queue_seq
             try:
-                job = queue.claim(ctx, self.name)
+                job = queue.claim(ctx, self.name, quick_only=self.quick_only)
                 backoff = 0.5
             except Exception as e:  # noqa: BLE001 - the database may come back
                 log.error("claim failed", extra={"worker": self.name, "error": str(e)})
@@ -203,7 +204,8 @@ class WorkerPool:
     that wakes them on NOTIFY."""
 
     def __init__(self, ctx: Context, n: int, *, kind: str = "standalone", sandbox: Any = None,
-                 judge_fn: JudgeFn | None = None, listen: bool = True):
+                 judge_fn: JudgeFn | None = None, listen: bool = True,
+                 quick: int | None = None):
         self.ctx = ctx
         self.kind = kind
         self.stopping = threading.Event()
@@ -224,7 +226,15 @@ class WorkerPool:
             from judge import Startup
 
             self.startup = Startup(sandbox, self.stopping)
+        # The quick lane (`quick`, default the settings' quick_workers; none without workers):
+        # threads that claim only submissions without JAX. Those are judged in milliseconds,
+        # but would wait behind seconds of compilation whenever the other workers are busy
+        # with JAX submissions (a fresh machine's first ones, a class's burst of Flax).
+        if quick is None:
+            quick = ctx.settings.quick_workers if n > 0 else 0
         self.threads = [WorkerThread(self, queue.worker_name(i)) for i in range(n)]
+        self.threads += [WorkerThread(self, queue.worker_name(n + i), quick_only=True)
+                         for i in range(quick)]
         self.listener: PgListener | None = None
         if listen and ctx.db.is_postgres:
             self.listener = PgListener(ctx.db.libpq_conninfo(), ctx.hub, self.stopping)

@@ -19,6 +19,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    false,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 from sqlalchemy.types import TypeDecorator
@@ -166,6 +167,8 @@ class Submission(Base):
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     queued_at: Mapped[datetime] = mapped_column(default=utcnow)
     available_at: Mapped[datetime] = mapped_column(default=utcnow)
+    # Judged in milliseconds once claimed (no JAX to compile): the quick lane may claim it.
+    quick: Mapped[bool] = mapped_column(default=False, server_default=false())
     started_at: Mapped[datetime | None]
     finished_at: Mapped[datetime | None]
     attempts: Mapped[int] = mapped_column(Integer, default=0)

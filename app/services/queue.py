@@ -79,12 +79,17 @@ def _claimable(now: datetime):  # noqa: ANN202
     )
 
 
-def claim(ctx: Context, worker: str) -> Job | None:
+def claim(ctx: Context, worker: str, *, quick_only: bool = False) -> Job | None:
+    """The next submission for `worker`, leased to it. `quick_only`: only one without JAX
+    (the quick lane's worker)."""
     now = utcnow()
     lease = timedelta(seconds=ctx.settings.lease_seconds)
+    claimable = _claimable(now)
+    if quick_only:
+        claimable = and_(claimable, Submission.quick.is_(True))
     with ctx.db.transaction() as s:
         sub = s.scalar(
-            select(Submission).where(_claimable(now))
+            select(Submission).where(claimable)
             .order_by(Submission.available_at, Submission.id)
             .limit(1).with_for_update(skip_locked=True))
         if sub is None:

@@ -19,8 +19,10 @@ from app.services.users import UserView
 MODES = ("submit", "run")
 QUEUE_FULL_RETRY_S = 10
 # A submission without JAX is judged in well under a second; one with JAX may compile for
-# seconds. The quick one is claimed as if posted this much earlier: it never waits behind a
-# class's compilations, and a JAX submission waits at most this much longer for it.
+# seconds. The quick one is claimed as if posted this much earlier: it never waits behind
+# compilations queued before it, and a JAX submission waits at most this much longer for it.
+# Nor behind compilations already running: it is marked `quick`, and the workers' quick lane
+# (app/worker.py) claims it while every other worker is busy.
 QUICK_HEAD_START = timedelta(seconds=10)
 
 
@@ -63,9 +65,10 @@ def create(ctx: Context, user: UserView, problem: str, code: str, mode: str = "s
                             retry_after=QUEUE_FULL_RETRY_S)
         problem_id = s.scalar(select(ProblemVersion.problem_id)
                               .where(ProblemVersion.id == version_id))
+        quick = not judge.uses_jax(code)
         sub = Submission(user_id=user.id, problem_id=problem_id, version_id=version_id,
                          mode=mode, code=code, status="queued", created_at=now, queued_at=now,
-                         available_at=now if judge.uses_jax(code) else now - QUICK_HEAD_START)
+                         available_at=now - QUICK_HEAD_START if quick else now, quick=quick)
         s.add(sub)
         s.flush()
         sid = sub.id

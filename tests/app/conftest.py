@@ -139,14 +139,17 @@ def admin(client: TestClient, ctx: Context) -> dict[str, str]:
 
 @pytest.fixture
 def workers(ctx: Context) -> Iterator[Callable[..., Any]]:
-    """Start in-process worker pools (real sandbox unless judge_fn is given)."""
+    """Start in-process worker pools (real sandbox unless judge_fn is given), of `n` workers
+    and `quick` quick-lane workers (none unless asked: most tests count on `n`)."""
     from app.worker import WorkerPool
 
     pools: list[WorkerPool] = []
 
-    def start(n: int = 1, judge_fn: Any = None, c: Context | None = None) -> WorkerPool:
+    def start(n: int = 1, judge_fn: Any = None, c: Context | None = None,
+              quick: int = 0) -> WorkerPool:
         sandbox = object() if judge_fn is not None else None
-        pool = WorkerPool(c or ctx, n, kind="embedded", judge_fn=judge_fn, sandbox=sandbox)
+        pool = WorkerPool(c or ctx, n, kind="embedded", judge_fn=judge_fn, sandbox=sandbox,
+                          quick=quick)
         pool.start()
         pools.append(pool)
         return pool

@@ -174,6 +174,46 @@ def wait_done(ctx, sid, timeout=20.0):
     raise AssertionError(f"submission {sid} not done: {row(ctx, sid).status}")
 
 
+def test_the_quick_lane_claims_only_submissions_without_jax(ctx, user):
+    ctx.settings = ctx.settings.model_copy(update={"rate_limit": 10_000})
+    jax = submissions.create(ctx, user, "double", JAX_CODE)["id"]
+    assert queue.claim(ctx, "lane", quick_only=True) is None
+    (quick,) = make(ctx, user)
+    assert queue.claim(ctx, "lane", quick_only=True).submission_id == quick
+    assert queue.claim(ctx, "lane", quick_only=True) is None
+    assert queue.claim(ctx, "w").submission_id == jax
+    assert row(ctx, quick).quick and not row(ctx, jax).quick
+
+
+def test_a_submission_without_jax_does_not_wait_behind_busy_workers(ctx, user, workers):
+    """While the only worker judges a JAX submission for long (compiling, say), one without
+    JAX posted after it is judged by the quick lane; the lane never takes a JAX one."""
+    ctx.settings = ctx.settings.model_copy(update={"rate_limit": 10_000})
+    release = threading.Event()
+    fake = FakeJudge("AC")
+
+    def judge_fn(package, code, sandbox, **kw):  # noqa: ANN001, ANN003, ANN202
+        if "jax" in code:
+            release.wait(30)
+        return fake(package, code, sandbox, **kw)
+
+    pool = workers(1, judge_fn=judge_fn, quick=1)
+    assert len(pool.threads) == 2
+    try:
+        jax = [submissions.create(ctx, user, "double", JAX_CODE)["id"] for _ in range(2)]
+        deadline = time.monotonic() + 5
+        while row(ctx, jax[0]).status != "running" and time.monotonic() < deadline:
+            time.sleep(0.02)
+        (quick,) = make(ctx, user)
+        assert wait_done(ctx, quick, timeout=10).verdict == "AC"
+        assert row(ctx, jax[0]).status == "running"
+        assert row(ctx, jax[1]).status == "queued"
+    finally:
+        release.set()
+    for sid in jax:
+        assert wait_done(ctx, sid).verdict == "AC"
+
+
 def test_ie_is_retried_then_the_real_verdict_is_kept(ctx, user, workers):
     judge = FakeJudge("IE", "IE", "AC")
     workers(1, judge_fn=judge)
