@@ -83,8 +83,8 @@ def test_correct_submission_is_accepted(run):
     ],
     ids=["busy-loop", "sleep", "ignores-signals"],
 )
-def test_hangs_get_tle(run, sandbox, body):
-    res = run("def double(x):\n" + body)
+def test_hangs_get_tle(sandbox, double_quick, body):
+    res = judge(double_quick, "def double(x):\n" + body, sandbox)
     assert res.verdict is Verdict.TLE, res.to_dict()
     assert res.tests[0].verdict is Verdict.TLE
     # A time-out stands only once met again in a fresh sandbox.
