@@ -13,9 +13,9 @@ REPO = Path(__file__).resolve().parents[1]
 
 @pytest.fixture(scope="session", autouse=True)
 def _private_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
-    # Expected outputs of the fixture problems go to a throwaway cache, but the bundled
-    # problems' cache (slow to fill) is shared with the developer's.
-    # The trusted processes' compilation cache is shared with the developer's too (what
+    # Trusted outputs (expected, known mistakes', mutants') go to a throwaway cache: each run
+    # computes them with the judge as it is; within the run, every test reads them from it.
+    # The trusted processes' compilation cache is the developer's (what
     # `./dev setup` filled): executables are keyed by their program, so reuse changes no result.
     if "TENSORJUDGE_CACHE_DIR" not in os.environ:
         from judge.trusted.expected import cache_dir

@@ -1,7 +1,9 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -37,6 +39,32 @@ def double() -> Package:
     return load_package(FIXTURES / "double")
 
 
+# A limit short enough that a time-out (the CPU limit, or the wall guard at WALL_GUARD times
+# it, each met twice) costs about a second rather than a dozen, long enough for `double`'s
+# correct code many times over.
+QUICK_TIME_MS = 300
+
+
+def with_time_limit(root: Path, time_ms: int) -> Package:
+    """The package at `root` (a copy), its time limit set to `time_ms`."""
+    manifest = root / "problem.toml"
+    text = manifest.read_text()
+    limit = re.search(r"^time_ms = \d+$", text, re.MULTILINE)
+    assert limit is not None, "no time limit to set"
+    manifest.write_text(text.replace(limit.group(0), f"time_ms = {time_ms}"))
+    package = load_package(root)
+    assert package.manifest.limits.time_ms == time_ms
+    return package
+
+
+@pytest.fixture(scope="session")
+def double_quick(tmp_path_factory: pytest.TempPathFactory) -> Package:
+    """The double fixture with a short time limit, for tests whose point is a time-out."""
+    root = tmp_path_factory.mktemp("problems") / "double"
+    shutil.copytree(FIXTURES / "double", root)
+    return with_time_limit(root, QUICK_TIME_MS)
+
+
 @pytest.fixture
 def run(sandbox: BwrapSandbox, double: Package):
     def _run(code: str, samples_only: bool = False) -> JudgeResult:
@@ -45,17 +73,29 @@ def run(sandbox: BwrapSandbox, double: Package):
     return _run
 
 
-@pytest.fixture(scope="module")
-def double_many(tmp_path_factory: pytest.TempPathFactory) -> Package:
-    """The double fixture with eight tests (splitting starts at six)."""
-    root = tmp_path_factory.mktemp("problems") / "double"
+def _double_many(root: Path) -> Path:
+    """A copy of the double fixture at `root` with eight tests (splitting starts at six)."""
     shutil.copytree(FIXTURES / "double", root)
     shapes = [(2, 4), (3, 5), (4, 6), (5, 7), (6, 2)]
     with (root / "problem.toml").open("a") as f:
         for k, (n, m) in enumerate(shapes):
             f.write(f'\n[[tests]]\nname = "more-{k}"\nkind = "hidden"\nseed = {10 + k}\n'
                     f"params = {{ n = {n}, m = {m} }}\n")
-    return load_package(root)
+    return root
+
+
+@pytest.fixture(scope="module")
+def double_many(tmp_path_factory: pytest.TempPathFactory) -> Package:
+    """The double fixture with eight tests (splitting starts at six)."""
+    return load_package(_double_many(tmp_path_factory.mktemp("problems") / "double"))
+
+
+@pytest.fixture(scope="module")
+def double_many_quick(tmp_path_factory: pytest.TempPathFactory) -> Package:
+    """double_many with a short time limit, for tests whose point is a time-out (a sandbox of
+    the same kind: the pool's spares serve it too)."""
+    root = _double_many(tmp_path_factory.mktemp("problems") / "double")
+    return with_time_limit(root, QUICK_TIME_MS)
 
 
 @pytest.fixture

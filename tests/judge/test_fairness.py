@@ -102,25 +102,26 @@ def _has_cpu_clock(sandbox: BwrapSandbox) -> bool:
     return sandbox.cgroups is not None and sandbox.cgroups.available
 
 
-def test_an_infinite_loop_meets_its_cpu_limit(busy, sandbox: BwrapSandbox, double: Package):
-    res = judge(double, "def double(x):\n    while True:\n        pass\n", sandbox,
+def test_an_infinite_loop_meets_its_cpu_limit(busy, sandbox: BwrapSandbox,
+                                              double_quick: Package):
+    res = judge(double_quick, "def double(x):\n    while True:\n        pass\n", sandbox,
                 samples_only=True, probes=False)
     assert res.verdict is Verdict.TLE and res.runs == 2, res.to_dict()
     test = res.tests[0]
     if _has_cpu_clock(sandbox):
         assert test.limit == "cpu" and "CPU time limit" in (test.message or ""), res.to_dict()
-        assert test.cpu_ms is not None and test.cpu_ms >= double.manifest.limits.time_ms
+        assert test.cpu_ms is not None and test.cpu_ms >= double_quick.manifest.limits.time_ms
 
 
 def test_a_sleeping_submission_meets_the_wall_guard(busy, sandbox: BwrapSandbox,
-                                                    double: Package):
-    res = judge(double, "import time\ndef double(x):\n    time.sleep(1000)\n", sandbox,
+                                                    double_quick: Package):
+    res = judge(double_quick, "import time\ndef double(x):\n    time.sleep(1000)\n", sandbox,
                 samples_only=True, probes=False)
     assert res.verdict is Verdict.TLE and res.runs == 2, res.to_dict()
     test = res.tests[0]
     if _has_cpu_clock(sandbox):
         assert test.limit == "wall_guard" and "guard" in (test.message or ""), res.to_dict()
-        assert test.cpu_ms is not None and test.cpu_ms < double.manifest.limits.time_ms
+        assert test.cpu_ms is not None and test.cpu_ms < double_quick.manifest.limits.time_ms
 
 
 @pytest.mark.parametrize("code", [

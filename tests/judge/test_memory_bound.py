@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -50,7 +51,7 @@ time.sleep(1000)
 
 
 @pytest.fixture
-def group() -> Cgroup:
+def group() -> Iterator[Cgroup]:
     manager = CgroupManager()
     if not manager.available:
         pytest.skip("no cgroups here")
@@ -101,7 +102,7 @@ def test_a_group_sleeping_near_its_limit_does_not(group: Cgroup):
         proc.wait()
 
 
-def test_a_time_out_at_the_memory_limit_is_mle(double, monkeypatch):
+def test_a_time_out_at_the_memory_limit_is_mle(double_quick, monkeypatch):
     """Through the real sandbox: the judge asks the cgroup at the kill, and says MLE."""
     asked: list[bool] = []
 
@@ -112,7 +113,8 @@ def test_a_time_out_at_the_memory_limit_is_mle(double, monkeypatch):
     monkeypatch.setattr(Cgroup, "pressing_limit", pressing)
     sandbox = BwrapSandbox(BwrapConfig(fork_server=False))
     try:
-        res = judge(double, "def double(x):\n    import time\n    time.sleep(1000)\n", sandbox)
+        res = judge(double_quick, "def double(x):\n    import time\n    time.sleep(1000)\n",
+                    sandbox)
     finally:
         sandbox.close()
     if not CgroupManager().available:
@@ -129,12 +131,13 @@ def test_a_time_out_at_the_memory_limit_is_mle(double, monkeypatch):
     # Ended by its CPU limit: computing, whatever its memory does meanwhile.
     ("    while True:\n        pass\n", Verdict.TLE),
 ], ids=["wall-guard", "cpu"])
-def test_a_run_the_wall_guard_ends_at_its_memory_limit_is_mle(double, monkeypatch, body, want):
+def test_a_run_the_wall_guard_ends_at_its_memory_limit_is_mle(double_quick, monkeypatch, body,
+                                                              want):
     monkeypatch.setattr(Cgroup, "pressing_limit", lambda self, window_s=0.5: False)
     monkeypatch.setattr(Cgroup, "at_limit", lambda self, window_s=0.3: True)
     sandbox = BwrapSandbox(BwrapConfig(fork_server=False))
     try:
-        res = judge(double, "def double(x):\n" + body, sandbox, samples_only=True,
+        res = judge(double_quick, "def double(x):\n" + body, sandbox, samples_only=True,
                     probes=False)
     finally:
         sandbox.close()

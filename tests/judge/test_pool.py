@@ -63,10 +63,12 @@ def test_nothing_carries_over_between_pooled_jobs(pool, double):
         assert res.verdict is Verdict.AC, res.to_dict()
 
 
-def test_pooled_and_fresh_sandboxes_agree(pool, sandbox, double):
-    for code in (CORRECT, "def double(x):\n    return x\n", "def double(x):\n    1/0\n",
-                 "def double(x):\n    while True:\n        pass\n"):
-        assert judge(double, code, pool).verdict is judge(double, code, sandbox).verdict
+def test_pooled_and_fresh_sandboxes_agree(pool, sandbox, double, double_quick):
+    # The time-out with a short limit: it is met four times here.
+    for package, code in ((double, CORRECT), (double, "def double(x):\n    return x\n"),
+                          (double, "def double(x):\n    1/0\n"),
+                          (double_quick, "def double(x):\n    while True:\n        pass\n")):
+        assert judge(package, code, pool).verdict is judge(package, code, sandbox).verdict
 
 
 def test_close_destroys_spares(sandbox, double):

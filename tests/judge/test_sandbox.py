@@ -83,8 +83,8 @@ def test_correct_submission_is_accepted(run):
     ],
     ids=["busy-loop", "sleep", "ignores-signals"],
 )
-def test_hangs_get_tle(run, sandbox, body):
-    res = run("def double(x):\n" + body)
+def test_hangs_get_tle(sandbox, double_quick, body):
+    res = judge(double_quick, "def double(x):\n" + body, sandbox)
     assert res.verdict is Verdict.TLE, res.to_dict()
     assert res.tests[0].verdict is Verdict.TLE
     # A time-out stands only once met again in a fresh sandbox.
@@ -92,7 +92,7 @@ def test_hangs_get_tle(run, sandbox, body):
     assert _sandbox_processes({sandbox.recent_uids[-1]}) == []
 
 
-def test_a_run_stalled_by_the_host_past_its_limit_is_not_tle(double, monkeypatch):
+def test_a_run_stalled_by_the_host_past_its_limit_is_not_tle(double_quick, monkeypatch):
     """A host that stops the sandbox for longer than the time limit (a loaded or paused
     machine) makes that run time out; the second run decides, and its AC is the verdict."""
     sandbox = BwrapSandbox()
@@ -118,8 +118,9 @@ def test_a_run_stalled_by_the_host_past_its_limit_is_not_tle(double, monkeypatch
         return execute(sp, *args, **kwargs)
 
     monkeypatch.setattr(sandbox, "execute", stalled_once)
-    # Each test takes a while (well within its limit), for the host to stop it in.
-    res = judge(double, "import time\n" + CORRECT.replace(
+    # Each test takes a while, for the host to stop it in: asleep, well within its wall guard
+    # (four times the limit) and using no CPU.
+    res = judge(double_quick, "import time\n" + CORRECT.replace(
         "    return", "    time.sleep(0.3)\n    return"), sandbox)
     if not stalls:
         pytest.skip("no cgroup to find the sandbox's processes by")

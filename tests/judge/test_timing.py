@@ -53,8 +53,8 @@ def test_a_wrong_answer_counts_its_diagnosis(run):
 
 
 @pytest.mark.sandbox
-def test_a_time_out_counts_its_first_run_as_a_rerun(run):
-    res = run(LOOPS, samples_only=True)
+def test_a_time_out_counts_its_first_run_as_a_rerun(sandbox, double_quick):
+    res = judge(double_quick, LOOPS, sandbox, samples_only=True)
     assert res.verdict is Verdict.TLE and res.runs == 2
     t = assert_adds_up(res)
     # The first run met the limit too: at least the limit was spent on it, apart from the
