@@ -4,10 +4,10 @@ A fresh machine is a fresh clone after the README's set-up command: new caches (
 JAX compilation cache, trusted-output cache and database) hold only what `./dev setup` puts
 there (`tensorjudge problems prepare --all`, run here first, off the clock, and timed apart).
 A `serve` over them is started, and as soon as it answers, the first Submit of each framework
-is posted at once. Beside each, the same file runs over the same tests in a fresh plain
-Python process (imports and compilation included), the processes started 2 at a time (as 2
-workers would) from one common start, in the same run: the naive judge the first verdicts are
-held against.
+is posted, all within a tenth of a second, in a fixed order. Beside each, the same file runs
+over the same tests in a fresh plain Python process (imports and compilation included), the
+processes started 2 at a time (as 2 workers would) in the same order from one common start,
+in the same run: the naive judge the first verdicts are held against.
 """
 
 from __future__ import annotations
@@ -85,17 +85,26 @@ class Cold:
     prepare_s: float = math.nan  # `problems prepare --all` into the new caches (the set-up's)
 
 
+# The first Submits are posted in the table's order, this far apart: at once for a learner,
+# but in a known order, the order in which the naive judge starts its fresh processes too
+# (posted at the same instant, they would reach the judge in an order of chance, and the two
+# judges would not face the same queue).
+POST_GAP_S = 0.02
+
+
 def first_submits(url: str, cases: list[Case]) -> dict[Case, Sample]:
-    """Each case's Submit posted at once, each timed from its POST to its verdict."""
+    """Each case's Submit posted in turn, POST_GAP_S apart, each timed from its POST to its
+    verdict."""
     client = Client(url)
     start = threading.Barrier(len(cases))
 
-    def one(case: Case) -> Sample:
+    def one(i: int, case: Case) -> Sample:
         start.wait()
+        time.sleep(i * POST_GAP_S)
         return client.judge(case, "submit")
 
     with ThreadPoolExecutor(len(cases)) as ex:
-        futures = {case: ex.submit(one, case) for case in cases}
+        futures = {case: ex.submit(one, i, case) for i, case in enumerate(cases)}
         return {case: f.result() for case, f in futures.items()}
 
 
@@ -212,11 +221,13 @@ def cold_report(cold: Cold) -> list[str]:
              "`tensorjudge problems prepare --all` puts there (the warm-ups' compilation "
              f"cache and the expected outputs; it took {cold.prepare_s:.0f} s here, off the "
              "clock); `serve` started and, as soon as it answered, the first Submit of each "
-             "framework posted at once (2 workers), each timed from its POST to its verdict. "
+             "framework posted in the table's order, 20 ms apart (2 workers), each timed from its "
+             "POST to its verdict. "
              "*Fresh process*: the same file "
              "run over the same tests by a plain Python process (imports and compilation "
-             "included), the processes started 2 at a time (as 2 workers) from one common "
-             "start in the same run, timed from that start; *alone*: the process's own time. "
+             "included), the processes started 2 at a time (as 2 workers) in the same order "
+             "from one common start in the same run, timed from that start; *alone*: the "
+             "process's own time. "
              "The ratios are the judge's time over the fresh process's. *Docker*: the same "
              "with the docker backend, as a new deployment starts: a new compilation-cache "
              "volume, which the sandbox image seeds, and the trusted outputs the app image "

@@ -69,7 +69,7 @@ class Settings(BaseSettings):
     queue_max: int = Field(default=1000, ge=1, description="queued submissions before 503")
     workers: int = Field(default=1, ge=0, description="embedded workers of `serve`")
     quick_workers: int = Field(
-        default=1, ge=0, description="per judge process with workers: extra workers that take "
+        default=2, ge=0, description="per judge process with workers: extra workers that take "
         "only submissions without JAX (judged in milliseconds), so that those never wait "
         "behind compilations")
 

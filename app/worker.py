@@ -21,6 +21,9 @@ from judge import Timing, aggregate
 
 log = logging.getLogger("tensorjudge.worker")
 
+# How long a judge process's start waits for its first spare (Startup.begin).
+QUICK_READY_WAIT_S = 2.0
+
 # judge.judge's shape:
 # (package, code, sandbox, *, samples_only, on_test, split) -> JudgeResult
 JudgeFn = Callable[..., Any]
@@ -246,6 +249,9 @@ class WorkerPool:
 
     def start(self) -> None:
         self.started = time.monotonic()
+        if self.startup is not None:
+            # Before `serve` answers: a NumPy submission's sandbox, ready in moments.
+            self.startup.begin(wait_s=QUICK_READY_WAIT_S)
         queue.register_workers(self.ctx, self.names, self.kind)
         if self.listener is not None:
             self.listener.start()

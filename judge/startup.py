@@ -30,6 +30,8 @@ from judge.trusted.known_mistakes import bank, prepare_mutant_banks
 
 # The records keep the logger name they had while this lived in the workers (app.worker).
 log = logging.getLogger("tensorjudge.worker")
+# The memory limit that spare starts with; a job sets its own problem's before it runs.
+QUICK_KIND_MEMORY = 512 << 20
 
 
 @dataclass(frozen=True)
@@ -69,6 +71,20 @@ class Startup:
             with self._cond:
                 self._serving -= 1
                 self._cond.notify_all()
+
+    def begin(self, wait_s: float) -> bool:
+        """The first step, before the problems are even loaded: a spare of the kind that
+        imports no framework (NumPy submissions), waited for up to `wait_s`. It is the same
+        kind for every problem and ready in a fraction of a second, so the first NumPy
+        submission on a fresh machine finds it (and the fork server it comes from) instead
+        of starting them on its own path. Whether it was ready in time (a pool that fails
+        here is said in the log: jobs then start their own sandboxes)."""
+        try:
+            self.pool.prewarm(Kind(), QUICK_KIND_MEMORY)
+            return self.pool.wait_ready(1, wait_s)
+        except Exception as e:  # noqa: BLE001 - the rest of the start-up work goes on
+            log.warning("no spare before the first job", extra={"error": str(e)})
+            return False
 
     @property
     def jobs_being_served(self) -> int:

@@ -13,8 +13,9 @@ Sandboxes are keyed by their kind (what was prepared in them: libraries + warm-u
 pool works over any backend (judge/sandbox/base.py `Backend`); with `per_key` 0 it keeps no
 spares and every job starts a sandbox of its own. It keeps
 `per_key` ready for keys in demand (most recent demand first), at most `max_idle` sandboxes
-and `max_idle_bytes` of memory in all, and spawns at most `spawners` at a time, at low CPU
-priority, so preparation does not starve judging.
+(those that import nothing ahead, a few MB each, aside) and `max_idle_bytes` of memory in
+all, and spawns at most `spawners` at a time, at low CPU priority, so preparation does not
+starve judging.
 """
 
 from __future__ import annotations
@@ -49,6 +50,14 @@ class _Slot:
     footprint: int = 400 << 20
     # How long the latest prepared sandboxes of this key took to be ready (seconds).
     prepare_s: deque[float] = field(default_factory=lambda: deque(maxlen=4))
+
+
+def _cheap(slot: _Slot) -> bool:
+    """A kind that imports nothing ahead (NumPy submissions): its spare costs a fork and a few
+    MB, and the quickest submissions need it, so it neither counts toward `max_idle` nor is
+    evicted for another kind (on a fresh machine the start-up work declares every other kind
+    in the first seconds, and would evict it before the first NumPy submission comes)."""
+    return not slot.kind.preload
 
 
 class SandboxPool:
@@ -258,7 +267,7 @@ class SandboxPool:
         return slot
 
     def _idle_total(self) -> int:
-        return sum(len(s.ready) + s.spawning for s in self._slots.values())
+        return sum(len(s.ready) + s.spawning for s in self._slots.values() if not _cheap(s))
 
     def _idle_bytes(self) -> int:
         return sum((len(s.ready) + s.spawning) * s.footprint for s in self._slots.values())
@@ -298,7 +307,7 @@ class SandboxPool:
         if it is older than `key`'s."""
         mine = self._slots[key].last_demand
         victims = [(s.last_demand, k) for k, s in self._slots.items()
-                   if k != key and s.ready and s.last_demand < mine]
+                   if k != key and s.ready and s.last_demand < mine and not _cheap(s)]
         if not victims:
             return False
         sp = self._slots[min(victims)[1]].ready.pop()

@@ -133,3 +133,18 @@ def test_prepared_ahead_the_cache_holds_every_kinds_warm_up():
                    for t in package.tests)
     finally:
         pool.close()
+
+
+@pytest.mark.sandbox
+def test_the_start_begins_with_a_numpy_sandbox_ready(sandbox, double):
+    """Before the first job can come, a spare that imports no framework is ready: the one
+    every problem's NumPy submissions take."""
+    from judge.kinds import kind_for
+    from judge.sandbox import SandboxPool
+
+    pool = SandboxPool(sandbox, per_key=1)
+    try:
+        assert Startup(pool, threading.Event()).begin(wait_s=60)
+        assert [sp.kind.key for sp in pool.idle()] == [kind_for(double, []).key]
+    finally:
+        pool.close()

@@ -74,6 +74,9 @@ class _PreparingPool:
             raise RuntimeError("no sandbox today")
         self.prewarmed.append(kind)
 
+    def wait_ready(self, count: int, timeout_s: float) -> bool:
+        return False
+
     def figures(self) -> PoolFigures:
         return PoolFigures(idle=0, spawning=0, idle_memory_mb=0, hits=0, waits=0, cold=0,
                            spawned=0, discarded=0, split=0)
