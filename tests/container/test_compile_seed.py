@@ -59,7 +59,7 @@ def test_a_new_cache_volume_starts_with_the_image_seed(client, volume):
         assert sorted(backend.seeded) == sorted(manifest["kinds"])
         files = _files(client, volume)
         assert len(files) > 100
-        assert not [f for f in files if f.endswith(".seeding")]
+        assert not [f for f in files if ".seeding" in f]
         # The bundled problems' JAX kinds are filled already: nothing to compile at start-up.
         package = load_package(REPO / "problems" / "encoder-block")
         jax_kinds = [k for k in kinds_for(package) if k.uses_jax and k.warmup is not None]
@@ -70,6 +70,29 @@ def test_a_new_cache_volume_starts_with_the_image_seed(client, volume):
 
 
 @pytest.mark.slow
+def test_judges_starting_together_seed_one_new_volume_at_once(client, volume):
+    """The workers of a deployment start at the same moment: each seeds the new volume, and
+    none fails for the other's copies."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    manifest = _seed_manifest(client)
+
+    def judge() -> ContainerSandbox:
+        return ContainerSandbox(ContainerConfig(image=IMAGE, cache_volume=volume))
+
+    with ThreadPoolExecutor(3) as ex:
+        backends = list(ex.map(lambda _: judge(), range(3)))
+    try:
+        for backend in backends:
+            assert sorted(backend.seeded) == sorted(manifest["kinds"])
+        files = _files(client, volume)
+        assert len(files) > 100
+        assert not [f for f in files if ".seeding" in f]
+    finally:
+        for backend in backends:
+            backend.close()
+
+
 def test_the_seed_holds_what_a_judge_fills(client, volume):
     """A kind filled here, in an empty volume, writes only entries the seed has: the image
     was seeded under the keys a worker's sandboxes look up."""

@@ -44,6 +44,7 @@ def copy(seed, cache):
         made = manifest.get("cpu")
         return {"kinds": [], "copied": 0, "skipped": f"CPU {here}, seed made on {made}"}
     source = os.path.join(seed, "cache")
+    tag = os.urandom(6).hex()
     copied = 0
     for root, _dirs, files in os.walk(source):
         target = os.path.join(cache, os.path.relpath(root, source))
@@ -53,8 +54,10 @@ def copy(seed, cache):
             if os.path.exists(dest):
                 continue
             # Written aside, then renamed: a sandbox reading the volume meanwhile sees a whole
-            # entry or none.
-            part = dest + ".seeding"
+            # entry or none. Aside under a name of this copy's own: the workers of a
+            # deployment start together and may seed the same volume at once (each in a
+            # container of its own, where both are process 1).
+            part = f"{dest}.seeding-{tag}"
             shutil.copyfile(os.path.join(root, name), part)
             os.replace(part, dest)
             copied += 1
