@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 from sqlalchemy import Engine, create_engine, event, make_url
@@ -44,6 +45,18 @@ def make_engine(url: str) -> Engine:
                      "(sqlite:///... or postgresql+psycopg://...)")
 
 
+_TURNS: dict[str, threading.RLock] = {}
+_TURNS_LOCK = threading.Lock()
+
+
+def _sqlite_turns(engine: Engine) -> threading.RLock:
+    """One lock per SQLite file in this process, shared by every Database opened on it."""
+    key = str(Path(engine.url.database).resolve()) if engine.url.database not in (
+        None, "", ":memory:") else f"memory:{id(engine)}"
+    with _TURNS_LOCK:
+        return _TURNS.setdefault(key, threading.RLock())
+
+
 def rowcount(result: object) -> int:
     """Rows matched by an UPDATE or DELETE (typed access to CursorResult.rowcount)."""
     return int(getattr(result, "rowcount", 0))
@@ -56,6 +69,14 @@ class Database:
         self.url = url
         self.engine = make_engine(url)
         self.sessions = sessionmaker(self.engine, expire_on_commit=False)
+        # SQLite has one writer at a time, and every transaction here takes the write lock
+        # (BEGIN IMMEDIATE). Its busy handler makes the threads that find it taken sleep and
+        # retry, up to 100 ms a time, so a burst (workers woken at once to claim, requests
+        # posting, long polls reading) left some threads losing for hundreds of milliseconds.
+        # The threads of this process take turns on a lock instead, handed over at once;
+        # other processes on the same file still meet the busy handler.
+        self._turns = (_sqlite_turns(self.engine) if self.engine.dialect.name == "sqlite"
+                       else None)
 
     @property
     def is_postgres(self) -> bool:
@@ -64,7 +85,7 @@ class Database:
     @contextmanager
     def transaction(self) -> Iterator[Session]:
         """A session inside one transaction: committed on success, rolled back on error."""
-        with self.sessions() as session, session.begin():
+        with (self._turns or nullcontext()), self.sessions() as session, session.begin():
             yield session
 
     def libpq_conninfo(self) -> str:

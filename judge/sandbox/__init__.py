@@ -58,4 +58,5 @@ def open_sandbox(config: SandboxConfig, *, pooled: bool = False) -> SandboxPool:
     return SandboxPool(sandbox, per_key=spares,
                        max_idle=max(config.pool_max_idle, 1),
                        max_idle_bytes=config.pool_max_idle_mb << 20,
-                       split_idle=config.pool_split)
+                       split_idle=config.pool_split,
+                       split_reserve=extra_spares if spares else 0)

@@ -13,6 +13,7 @@ import os
 import select
 import time
 from collections.abc import Callable
+from enum import IntEnum
 from typing import Any, Protocol
 
 from judge.sandbox.io_loop import RawRun, RunPlan, SandboxProcess, pump
@@ -20,6 +21,28 @@ from judge.sandbox.job import Job, Kind
 from judge.wire import FrameReader
 
 XLA_CACHE_IN_SANDBOX = "/opt/tensorjudge/xla-cache"
+
+
+class CpuPriority(IntEnum):
+    """A sandbox's share of a contended CPU, in cgroup v1's and the Docker engine's
+    `cpu.shares` (`weight`: cgroup v2's scale). The limits count each sandbox's own CPU time,
+    so a share moves only when a verdict comes, never which. A spare being prepared yields to
+    every job. A light job (NumPy: milliseconds of work) goes ahead of seconds of JAX and
+    PyTorch imports and compilation, the shortest job first: on a fresh machine, where every
+    framework's first submission arrives at once, it would otherwise wait on a fifth of the
+    CPU."""
+
+    BACKGROUND = 2
+    NORMAL = 1024
+    LIGHT = 4096
+
+    @classmethod
+    def of_job(cls, kind: Kind) -> CpuPriority:
+        return cls.LIGHT if kind.light else cls.NORMAL
+
+    @property
+    def weight(self) -> int:
+        return max(1, round(self.value * 100 / 1024))
 
 
 class SandboxUnavailable(RuntimeError):
@@ -44,7 +67,7 @@ class Started(Protocol):
     def cpu_seconds(self) -> float | None: ...
     # Whether a thread of it is running or waiting for a CPU now (False where unknown).
     def computing(self) -> bool: ...
-    def foreground(self) -> None: ...  # back to normal CPU priority (spares prepare niced)
+    def foreground(self) -> None: ...  # its job's CPU priority (spares prepare niced)
 
 
 # How a backend gets another sandbox of a kind while it runs a job (a pool's prepared one, or

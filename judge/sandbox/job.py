@@ -51,6 +51,11 @@ class Kind:
         return hashlib.sha256(json.dumps(basis, sort_keys=True).encode()).hexdigest()[:16]
 
     @property
+    def light(self) -> bool:
+        """Imports nothing ahead (NumPy submissions): its jobs take milliseconds."""
+        return not self.preload
+
+    @property
     def uses_jax(self) -> bool:
         return "jax" in self.preload
 

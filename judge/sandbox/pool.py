@@ -57,7 +57,7 @@ def _cheap(slot: _Slot) -> bool:
     MB, and the quickest submissions need it, so it neither counts toward `max_idle` nor is
     evicted for another kind (on a fresh machine the start-up work declares every other kind
     in the first seconds, and would evict it before the first NumPy submission comes)."""
-    return not slot.kind.preload
+    return slot.kind.light
 
 
 class SandboxPool:
@@ -73,6 +73,7 @@ class SandboxPool:
         idle_keys_after_s: float = 600.0,
         split_idle: bool = True,
         spare_wait_s: float = 3.0,
+        split_reserve: int = 0,
     ):
         self.backend = backend
         self.per_key = per_key
@@ -82,6 +83,9 @@ class SandboxPool:
         self.idle_keys_after_s = idle_keys_after_s
         self.stats = PoolStats()
         self.split_idle = split_idle
+        # Spares of a kind a cut never takes: where a sandbox takes seconds to start (a
+        # container), a wrong answer's probes, right after its parts, find one ready.
+        self.split_reserve = split_reserve
         # A job waits for a spare being prepared only when spares of its kind were seen ready
         # within this (then a few times as long at most); else it starts its own at once.
         self.spare_wait_s = spare_wait_s
@@ -118,7 +122,9 @@ class SandboxPool:
         is met again in a sandbox of the kind that runs the warm-up (a prepared one if one
         is ready, else one started at once at normal priority): its run gives the verdict."""
         self._local.fell_back = None
-        raw = self.execute(self.acquire(job.kind, plan.memory_bytes), job, tests_args, plan)
+        raw = self.execute(self.acquire(job.kind, plan.memory_bytes,
+                                        compiles_itself=job.compiles_itself),
+                           job, tests_args, plan)
         if not raw.timed_out or self._local.fell_back is None:
             return raw
         self._local.patient = True
@@ -159,7 +165,7 @@ class SandboxPool:
             if self._active or slot is None or self._closed:
                 return None
             alive = [sp for sp in slot.ready if sp.alive()]
-            if len(alive) < count:
+            if len(alive) < count + self.split_reserve:
                 return None
             taken = alive[:count]
             for sp in taken:
@@ -181,10 +187,12 @@ class SandboxPool:
             slot.last_demand = time.monotonic()
         self._refill()
 
-    def acquire(self, kind: Kind, memory_bytes: int) -> Started:
+    def acquire(self, kind: Kind, memory_bytes: int, *, compiles_itself: bool = False
+                ) -> Started:
         """A prepared sandbox of this kind, or one being prepared (hurried) where that is
         quick; else a fresh one at normal priority, of the kind without its warm-up (of the
-        kind itself in a pool of no spares)."""
+        kind itself in a pool of no spares). `compiles_itself`: the job compiles its own
+        code (jax.jit), so the warm-up's executables would not serve it."""
         if self.per_key <= 0:
             self.stats.cold += 1
             return self.backend.spawn(kind, memory_bytes)
@@ -225,8 +233,11 @@ class SandboxPool:
         self.stats.cold += 1
         # The warm-up run in the sandbox itself, before the job: for a patient job, or where
         # the compilation cache holds the warm-up (it then loads in moments, and the job
-        # finds every operation the warm-up ran ready, as in a spare).
-        if patient or (kind.warmup is not None and self.backend.compile_cache_holds(kind)):
+        # finds every operation the warm-up ran ready, as in a spare). Not for a job that
+        # compiles its own code: loading the warm-up (a second or two on a busy machine)
+        # would only delay its start.
+        if patient or (kind.warmup is not None and not compiles_itself
+                       and self.backend.compile_cache_holds(kind)):
             return self.backend.spawn(kind.preparing_itself(), memory_bytes)
         self._local.fell_back = kind
         return self.backend.spawn(kind.plain(), memory_bytes)

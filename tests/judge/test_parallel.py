@@ -177,3 +177,27 @@ def test_spares_being_prepared_yield_the_cpu(pool, double_many):
     spare.foreground()
     high = (spare.cgroup.cpu_dir / name).read_text().strip()
     assert int(low) < int(high)
+
+
+@pytest.mark.sandbox
+def test_light_jobs_run_ahead_of_framework_imports(sandbox):
+    """A job of a kind that imports nothing ahead (NumPy) runs at a higher CPU weight than
+    one whose sandbox imports a framework (the shortest job first); a spare being prepared
+    stays below both until its job comes."""
+    light = sandbox.spawn(Kind(), 256 << 20)
+    heavy = sandbox.spawn(Kind(("numpy",)), 256 << 20)
+    spare = sandbox.spawn(Kind(), 256 << 20, background=True)
+    try:
+        if light.cgroup is None or light.cgroup.cpu_dir is None:
+            pytest.skip("no cpu cgroup controller on this host")
+        name = "cpu.weight" if light.cgroup.version == 2 else "cpu.shares"
+
+        def weight(sp) -> int:  # noqa: ANN001
+            return int((sp.cgroup.cpu_dir / name).read_text())
+
+        assert weight(spare) < weight(heavy) < weight(light)
+        spare.foreground()
+        assert weight(spare) == weight(light)
+    finally:
+        for sp in (light, heavy, spare):
+            sp.destroy()

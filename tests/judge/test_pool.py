@@ -269,6 +269,9 @@ def test_a_kind_whose_warm_up_is_cached_prepares_itself_for_the_job():
         assert own is not spare and own.key == "slow" and not own.niced
         assert stub.kinds[id(own)].self_prepared
         assert spare.niced and not spare.hurried.is_set()
+        # A job that compiles its own code (jax.jit) gains nothing from the warm-up's
+        # executables: the kind without its warm-up, which starts sooner.
+        assert p.acquire(_kind("slow"), 1 << 20, compiles_itself=True).key == "?"
         stub.cached.clear()  # and without the cache: the kind without its warm-up
         assert p.acquire(_kind("slow"), 1 << 20).key == "?"
     finally:
@@ -393,6 +396,33 @@ def test_a_time_out_without_the_warm_up_is_met_again_with_the_warm_up():
         assert [(k.warmup.key if k.warmup else None, k.self_prepared) for k in stub.ran] == [
             (None, True), ("slow", True)]
         assert not raw.timed_out and raw.rerun_after_timeout
+    finally:
+        stub.release.set()
+        p.close()
+
+
+@pytest.mark.timeout(60)
+def test_a_cut_leaves_the_reserved_spare():
+    """Where a sandbox takes seconds to start (a container), a Submit is cut in two only
+    when a third spare stays ready for what follows it (a wrong answer's probes)."""
+    stub = _StubSandbox()
+    p = SandboxPool(stub, per_key=3, max_idle=4, spawners=2,  # type: ignore[arg-type]
+                    split_reserve=1)
+    try:
+        stub.release.set()
+        p.prewarm(_kind("slow"), 1 << 20)
+        assert p.wait_ready(3, 10)
+        stub.release.clear()  # the replacement below stays unready
+        first = p.acquire(_kind("slow"), 1 << 20)  # two left: not enough to cut
+        assert p.acquire_idle(_kind("slow"), 2) is None
+        stub.release.set()
+        p.execute(first, Job(_kind("slow"), "", "f"), [],
+                  RunPlan(time_ms=1000, memory_bytes=1 << 20, output_cap=1024,
+                          ole_limit=4096, expected_sizes=[]))
+        assert p.wait_ready(3, 10)
+        taken = p.acquire_idle(_kind("slow"), 2)
+        assert taken is not None and len(taken) == 2
+        assert len(p._slots[_kind("slow").key].ready) == 1  # noqa: SLF001 - the reserve
     finally:
         stub.release.set()
         p.close()

@@ -15,6 +15,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+from judge.sandbox.base import CpuPriority
 from judge.sandbox.time_limits import cgroup_cpu_seconds
 
 ROOT = Path("/sys/fs/cgroup")
@@ -60,17 +61,17 @@ class Cgroup:
             return None
         return cgroup_cpu_seconds(self.cpuacct_dir)
 
-    def set_background(self, background: bool) -> None:
-        """CPU weight: a spare being prepared yields to judging. (Niceness alone would not:
-        each sandbox is a session of its own, and the kernel's autogroups share the CPU
-        between sessions equally whatever their niceness.)"""
+    def set_priority(self, priority: CpuPriority) -> None:
+        """CPU weight (base.CpuPriority). Niceness alone would not do: each sandbox is a
+        session of its own, and the kernel's autogroups share the CPU between sessions
+        equally whatever their niceness."""
         if self.cpu_dir is None:
             return
         with contextlib.suppress(OSError):
             if self.version == 2:
-                _write(self.cpu_dir / "cpu.weight", "1" if background else "100")
+                _write(self.cpu_dir / "cpu.weight", str(priority.weight))
             else:
-                _write(self.cpu_dir / "cpu.shares", "2" if background else "1024")
+                _write(self.cpu_dir / "cpu.shares", str(priority.value))
 
     def set_memory_limit(self, memory_bytes: int) -> None:
         """Tighten the limit for the job (a pooled sandbox is prepared under a looser one)."""

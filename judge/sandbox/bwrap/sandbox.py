@@ -29,6 +29,7 @@ from judge.sandbox import base, xla_cache
 from judge.sandbox.base import (
     XLA_CACHE_IN_SANDBOX,
     Acquire,
+    CpuPriority,
     SandboxUnavailable,
     host_env,
     sandbox_env,
@@ -255,9 +256,9 @@ class BwrapSandbox:
             XLA_CACHE_IN_SANDBOX if self.xla_cache_dir else None, CHANNEL_FD,
             library_patches=self.config.library_patches)
         background = background and self.is_root and cgroup is not None
-        if background:
-            assert cgroup is not None
-            cgroup.set_background(True)
+        if cgroup is not None:
+            cgroup.set_priority(CpuPriority.BACKGROUND if background
+                                else CpuPriority.of_job(kind))
         forked = None
         if self.fork_servers is not None and cgroup is not None and not cache_writable:
             forked = self.fork_servers.fork(kind, full, cgroup, uid, background)

@@ -8,6 +8,7 @@ import os
 import subprocess
 from dataclasses import dataclass, field
 
+from judge.sandbox.base import CpuPriority
 from judge.sandbox.bwrap.cgroups import Cgroup
 from judge.sandbox.bwrap.forkserver import ForkedProcess
 from judge.sandbox.io_loop import RawRun, reap
@@ -38,12 +39,12 @@ class Spawned:
     _destroyed: bool = False
 
     def foreground(self) -> None:
-        """Back to normal CPU priority, every thread of every process (niceness is per
-        thread on Linux)."""
+        """Its job's CPU priority, every thread of every process (niceness is per thread on
+        Linux)."""
         if not self.niced or self.cgroup is None:
             return
         self.niced = False
-        self.cgroup.set_background(False)
+        self.cgroup.set_priority(CpuPriority.of_job(self.kind))
         for pid in self.cgroup.pids():
             try:
                 tids = os.listdir(f"/proc/{pid}/task")

@@ -42,6 +42,7 @@ from judge.sandbox import base, xla_cache
 from judge.sandbox.base import (
     XLA_CACHE_IN_SANDBOX,
     Acquire,
+    CpuPriority,
     SandboxUnavailable,
     sandbox_env,
 )
@@ -96,6 +97,7 @@ class ContainerSpawned:
     api: Any
     t_spawn: float
     memory_limit: int
+    priority: CpuPriority  # its job's (base.CpuPriority)
     niced: bool = False
     on_destroy: Callable[[], None] | None = None
     reader: FrameReader = field(default_factory=lambda: FrameReader(max_payload=lambda h: 0))
@@ -121,15 +123,15 @@ class ContainerSpawned:
         return None  # asking the engine costs a second per container: the pool's guess stands
 
     def foreground(self) -> None:
-        """Back to normal CPU shares: asked of the engine off the job's path (a call takes
-        tens of milliseconds; shares only matter while the CPU is contended)."""
+        """Its job's CPU shares: asked of the engine off the job's path (a call takes tens
+        of milliseconds; shares only matter while the CPU is contended)."""
         if self.niced:
             self.niced = False
             _priorities.submit(self._foreground)
 
     def _foreground(self) -> None:
         with contextlib.suppress(Exception):
-            self.api.update_container(self.cid, cpu_shares=1024)
+            self.api.update_container(self.cid, cpu_shares=int(self.priority))
 
     def kill(self) -> None:
         self.proc.stopped.set()
@@ -161,7 +163,7 @@ class ContainerSandbox:
     # A Submit cut in two parts takes two spares, and a wrong answer's probes want a third
     # right after. Bubblewrap forks one in milliseconds; a container takes seconds to start
     # and prepare (without its warm-up the probes would compile their own): a pool over this
-    # backend keeps one more of each kind ready.
+    # backend keeps one more of each kind ready, which a cut never takes (split_reserve).
     extra_spares = 1
 
     def __init__(self, config: ContainerConfig | None = None):
@@ -318,7 +320,7 @@ class ContainerSandbox:
             memswap_limit=memory_bytes,
             pids_limit=cfg.max_pids,
             nano_cpus=int(cfg.cpus * 1e9) if cfg.cpus > 0 else None,
-            cpu_shares=2 if background else 1024,
+            cpu_shares=int(CpuPriority.BACKGROUND if background else CpuPriority.of_job(kind)),
             tmpfs={"/tmp": f"size={cfg.tmpfs_bytes},mode=1777"},
             auto_remove=True,
             shm_size=1 << 20,
@@ -352,7 +354,8 @@ class ContainerSandbox:
             self._forget(mark)  # whatever it created is now the next reap's
             raise SandboxUnavailable(f"cannot start a sandbox container: {e}") from e
         proc = ContainerProcess(self.api, cid, sock)
-        sp = ContainerSpawned(proc, self.api, time.monotonic(), memory_bytes, niced=background,
+        sp = ContainerSpawned(proc, self.api, time.monotonic(), memory_bytes,
+                              CpuPriority.of_job(kind), niced=background,
                               on_destroy=functools.partial(self._forget, mark))
         message = base.prepare_message(
             kind, self.site_dirs,
