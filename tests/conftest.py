@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -13,16 +14,38 @@ REPO = Path(__file__).resolve().parents[1]
 
 @pytest.fixture(scope="session", autouse=True)
 def _private_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
-    # Trusted outputs (expected, known mistakes', mutants') go to a throwaway cache: each run
-    # computes them with the judge as it is; within the run, every test reads them from it.
-    # The trusted processes' compilation cache is the developer's (what
-    # `./dev setup` filled): executables are keyed by their program, so reuse changes no result.
+    # Trusted outputs (expected, known mistakes', mutants') go to a throwaway cache, shared by
+    # the tests of the run. It starts with a copy of the developer's (what `./dev setup`
+    # computed): each output's key holds a hash of the trusted code that made it
+    # (judge/trusted/code.py), so only those this code would make are ever read, and a copy
+    # keeps the tests' writes out of the developer's. Tests whose point is computing them
+    # use a cache of their own. The trusted processes' compilation cache is the developer's:
+    # executables are keyed by their program, so reuse changes no result.
     if "TENSORJUDGE_CACHE_DIR" not in os.environ:
         from judge.trusted.expected import cache_dir
 
+        developer = cache_dir()
         os.environ.setdefault("TENSORJUDGE_TRUSTED_COMPILE_CACHE",
-                              str(cache_dir().parent / "xla-trusted"))
-    os.environ.setdefault("TENSORJUDGE_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+                              str(developer.parent / "xla-trusted"))
+        private = tmp_path_factory.mktemp("cache")
+        seed_trusted_outputs(developer, private / "expected")
+        os.environ["TENSORJUDGE_CACHE_DIR"] = str(private)
+
+
+# What a trusted process stores per key (judge/trusted/reference_run.py); not its locks, nor
+# the mutants' sources it imports (written again when an output needs computing).
+_OUTPUT_SUFFIXES = (".npy", ".failed", ".variables.json")
+
+
+def seed_trusted_outputs(source: Path, target: Path) -> int:
+    """Copies of the trusted outputs stored in `source` into `target`; how many."""
+    target.mkdir(parents=True, exist_ok=True)
+    n = 0
+    for entry in os.scandir(source):
+        if entry.is_file(follow_symlinks=False) and entry.name.endswith(_OUTPUT_SUFFIXES):
+            shutil.copyfile(entry.path, target / entry.name)
+            n += 1
+    return n
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
