@@ -15,10 +15,9 @@ REPO = Path(__file__).resolve().parents[1]
 @pytest.fixture(scope="session", autouse=True)
 def _private_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
     # Trusted outputs (expected, known mistakes', mutants') go to a throwaway cache, shared by
-    # the tests of the run. It starts with a copy of the developer's (what `./dev setup`
-    # computed): each output's key holds a hash of the trusted code that made it
-    # (judge/trusted/code.py), so only those this code would make are ever read, and a copy
-    # keeps the tests' writes out of the developer's. Tests whose point is computing them
+    # the tests of the run. It starts with the developer's (what `./dev setup` computed):
+    # each output's key holds a hash of the trusted code that made it (judge/trusted/code.py),
+    # so only those this code would make are ever read. Tests whose point is computing them
     # use a cache of their own. The trusted processes' compilation cache is the developer's:
     # executables are keyed by their program, so reuse changes no result.
     if "TENSORJUDGE_CACHE_DIR" not in os.environ:
@@ -38,12 +37,19 @@ _OUTPUT_SUFFIXES = (".npy", ".failed", ".variables.json")
 
 
 def seed_trusted_outputs(source: Path, target: Path) -> int:
-    """Copies of the trusted outputs stored in `source` into `target`; how many."""
+    """The trusted outputs stored in `source`, linked into `target` (copied across file
+    systems); how many. A link is never written through: the judge stores every output as a
+    new file that replaces the old name (tempfile, then os.replace), so what the tests
+    compute lands in `target` alone. Links, not copies: the developer's cache keeps the
+    outputs of every version of the trusted code it met (thousands of files each)."""
     target.mkdir(parents=True, exist_ok=True)
     n = 0
     for entry in os.scandir(source):
         if entry.is_file(follow_symlinks=False) and entry.name.endswith(_OUTPUT_SUFFIXES):
-            shutil.copyfile(entry.path, target / entry.name)
+            try:
+                os.link(entry.path, target / entry.name)
+            except OSError:  # another file system, or links refused
+                shutil.copyfile(entry.path, target / entry.name)
             n += 1
     return n
 

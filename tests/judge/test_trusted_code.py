@@ -82,14 +82,14 @@ def test_another_hash_of_the_trusted_code_means_other_keys(
 def test_outputs_of_another_version_of_the_trusted_code_are_computed_again(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A developer's cache from before an edit of the trusted code, seeded as the suite seeds
-    its own: the outputs are computed again, not read."""
+    its own: the outputs are computed again, not read, and the developer's files are left as
+    they were."""
     developer = tmp_path / "developer" / "expected"
     package = load_package(FIXTURES / "double")
     monkeypatch.setenv("TENSORJUDGE_CACHE_DIR", str(developer.parent))
     monkeypatch.setattr(expected, "code_hash", lambda: "0" * 64)  # the code before the edit
     before = expected.expected_outputs(package, package.tests)
-    for out in developer.glob("*.npy"):  # what that code computed, made recognisable
-        np.save(out, np.full(1, 1234.0))
+    _recognisable(developer)
     monkeypatch.undo()
     private = tmp_path / "private"
     assert seed_trusted_outputs(developer, private / "expected") >= len(package.tests)
@@ -97,6 +97,39 @@ def test_outputs_of_another_version_of_the_trusted_code_are_computed_again(
     after = expected.expected_outputs(package, package.tests)
     assert not any((a == 1234.0).any() for a in after)
     assert all(np.array_equal(a, b) for a, b in zip(before, after, strict=True))
-    # The copy is the suite's own: the developer's files are as they were.
-    assert all((np.load(f) == 1234.0).all() for f in developer.glob("*.npy"))
+    _unchanged(developer)
 
+
+def test_an_output_the_suite_computes_again_leaves_the_developers_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Seeded files are links: a file written again over one replaces the link, never writes
+    through it. Here a trusted process was stopped between its two writes of each output
+    (the variables, then the numbers): the numbers are computed, the variables written again."""
+    developer = tmp_path / "developer" / "expected"
+    package = load_package(FIXTURES / "double")
+    monkeypatch.setenv("TENSORJUDGE_CACHE_DIR", str(developer.parent))
+    expected.expected_outputs(package, package.tests)
+    variables = sorted(developer.glob("*.variables.json"))
+    assert len(variables) == len(package.tests)
+    for f in variables:
+        f.write_text('"the developer\'s"')
+    for f in developer.glob("*.npy"):
+        f.unlink()
+    private = tmp_path / "private"
+    seed_trusted_outputs(developer, private / "expected")
+    monkeypatch.setenv("TENSORJUDGE_CACHE_DIR", str(private))
+    expected.expected_outputs(package, package.tests)
+    assert all((private / "expected" / f.name).read_text() != f.read_text() for f in variables)
+    assert all(f.read_text() == '"the developer\'s"' for f in variables)
+
+
+def _recognisable(folder: Path) -> None:
+    """The outputs in `folder` overwritten with a value no reference of `double` gives."""
+    outputs = list(folder.glob("*.npy"))
+    assert outputs
+    for out in outputs:
+        np.save(out, np.full(1, 1234.0))
+
+
+def _unchanged(folder: Path) -> None:
+    assert all((np.load(f) == 1234.0).all() for f in folder.glob("*.npy"))
