@@ -4,11 +4,11 @@ this with the judge's own environment, whose library versions the images install
     python deploy/trusted_outputs.py OUT
 
 OUT/expected then holds them as judge/trusted/expected.py stores them (keyed by content: the
-reference, the generator, the test, the library versions), with the outputs of the packages'
-known mistakes (judge/trusted/known_mistakes.py `bank`), and nothing else: what no bundled
-problem needs any more is removed. OUT is kept between builds, so only what changed is
-computed again. The image copies them into the workers' shared cache folder; a new volume
-starts with them, so no worker computes them before its first verdict.
+reference, the generator, the test, the library versions, the judge's trusted code), with
+the outputs of the packages' known mistakes (judge/trusted/known_mistakes.py `bank`), and
+nothing else: what no bundled problem needs any more is removed. OUT is kept between builds,
+so only what changed is computed again. The image copies them into the workers' shared cache
+folder; a new volume starts with them, so no worker computes them before its first verdict.
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ from judge.package import Package
 from judge.sandbox.job import Kind
 from judge.sandbox.pool import SandboxPool
 from judge.trusted.expected import expected_outputs
-from judge.trusted.known_mistakes import bank, prepare_mutant_banks
+from judge.trusted.known_mistakes import bank, mutant_bank, prepare_mutant_banks
 
 # The records keep the logger name they had while this lived in the workers (app.worker).
 log = logging.getLogger("tensorjudge.worker")
@@ -167,9 +167,11 @@ class Prepared:
 def prepare_ahead(package: Package, sandbox: SandboxPool) -> Prepared:
     """Before any service starts (`tensorjudge problems prepare`, which `./dev setup` runs for
     the bundled problems): the compilation cache of every kind's warm-up filled, and the
-    trusted outputs (expected, and the known mistakes') computed, so that a fresh machine's
-    first submissions find them. Both are the judge's own work (no submission is involved)
-    and are kept by content, so a second call finds them and returns in moments."""
+    trusted outputs (expected, the known mistakes', and the reference's mutants' that the
+    start-up would otherwise compute in the background) computed, so that a fresh machine's
+    first submissions find them and its first wrong answers are named by the mutants too.
+    Both are the judge's own work (no submission is involved) and are kept by content, so a
+    second call finds them and returns in moments."""
     memory = package.manifest.limits.memory_mb << 20
     t0 = time.monotonic()
     kinds = failed = 0
@@ -184,6 +186,7 @@ def prepare_ahead(package: Package, sandbox: SandboxPool) -> Prepared:
     t1 = time.monotonic()
     expected_outputs(package, package.tests)
     bank(package, package.tests)
+    mutant_bank(package, wait=True)
     return Prepared(package.slug, kinds, failed, t1 - t0, time.monotonic() - t1)
 
 

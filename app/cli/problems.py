@@ -85,7 +85,8 @@ def problems_prepare(
 ) -> None:
     """Do now what a problem's first submissions would otherwise wait for: the JAX
     compilation cache of every kind's warm-up, and the trusted expected outputs (and the
-    known mistakes'). `./dev setup` runs it for the bundled problems; it is quick once done."""
+    known mistakes', and the reference's mutants'). `./dev setup` runs it for the bundled
+    problems; it is quick once done."""
     from judge import PackageError, discover, load_package, prepare_ahead
 
     if all_ == (path is not None):

@@ -1,7 +1,8 @@
 """Expected outputs: computed by the reference in a separate trusted process, cached by content.
 
 The key covers everything the numbers depend on: reference and generator source, the test's
-seed and parameters, the precision, and the exact versions of the numeric libraries. Each key
+seed and parameters, the precision, the exact versions of the numeric libraries, and the
+judge's own trusted code that computes and stores them (judge/trusted/code.py). Each key
 is computed once at a time in this process (`run_trusted`): a caller that needs outputs a
 worker's background computation is producing waits for them, and raises its priority. Across
 processes sharing the cache folder (the workers of a deployment), a lock file per key makes
@@ -28,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from judge.package import Package, TestSpec
+from judge.trusted.code import code_hash
 
 LIBRARIES = ("numpy", "jax", "jaxlib", "flax", "torch")
 
@@ -88,14 +90,16 @@ def trusted_env() -> dict[str, str]:
 def test_key(package: Package, test: TestSpec, float64: bool = False,
              source: str | None = None) -> str:
     """The cache key of one output: of the reference, or of another trusted module of the
-    package given by its `source` (a known mistake, judge/trusted/known_mistakes.py)."""
+    package given by its `source` (a known mistake, judge/trusted/known_mistakes.py). The
+    trusted code's hash is in it: an output another version of that code stored is not
+    this one's."""
     h = hashlib.sha256()
     h.update((package.reference_source if source is None else source).encode())
     h.update(package.generator_path.read_bytes())
     h.update(package.entry_point.encode())
     h.update(json.dumps(
         {"seed": test.seed, "params": test.params, "float64": float64,
-         "versions": library_versions()}, sort_keys=True).encode())
+         "versions": library_versions(), "code": code_hash()}, sort_keys=True).encode())
     return h.hexdigest()
 
 

@@ -113,16 +113,22 @@ def test_the_submission_runs_while_its_expected_outputs_are_computed(
 
 @pytest.mark.sandbox
 @pytest.mark.timeout(600)
-def test_prepared_ahead_the_cache_holds_every_kinds_warm_up():
+def test_prepared_ahead_the_cache_holds_every_kinds_warm_up(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """`prepare_ahead` (what `./dev setup` runs): afterwards the judge's compilation cache holds
     every kind's warm-up (so a first job's sandbox loads it rather than compiles it) and the
-    expected outputs are on disk."""
+    trusted outputs are on disk: the expected ones, and the reference's mutants'."""
     from judge.kinds import kinds_for
     from judge.sandbox import SandboxConfig, open_sandbox
     from judge.sandbox.xla_cache import needs_fill
+    from judge.trusted import known_mistakes
     from judge.trusted.expected import cache_dir, test_key
 
+    # A cache of its own: the suite's starts with the set-up's outputs of this problem.
+    monkeypatch.setenv("TENSORJUDGE_CACHE_DIR", str(tmp_path / "cache"))
     package = load_package(Path(__file__).resolve().parents[2] / "problems" / "encoder-block")
+    assert not any((cache_dir() / f"{test_key(package, t)}.npy").is_file()
+                   for t in package.tests)
     pool = open_sandbox(SandboxConfig(pool_per_key=0))
     try:
         done = startup.prepare_ahead(package, pool)
@@ -131,6 +137,7 @@ def test_prepared_ahead_the_cache_holds_every_kinds_warm_up():
         assert filled and all(pool.backend.compile_cache_holds(k) for k in filled)
         assert all((cache_dir() / f"{test_key(package, t)}.npy").is_file()
                    for t in package.tests)
+        assert known_mistakes._on_disk(package)  # the mutants' outcomes too
     finally:
         pool.close()
 
