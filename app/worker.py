@@ -180,9 +180,17 @@ class WorkerThread(threading.Thread):
                                   "ms": round(judge_ms, 1)})
 
     def _may_split(self) -> bool:
-        """A second sandbox for this job only when none is waiting for one (the queue is
-        asked only when splitting is on at all)."""
-        return self.ctx.settings.pool_split and not queue.has_waiting(self.ctx)
+        """A second sandbox for this job only when no other job of this process is being
+        judged and none is waiting (the queue is asked only when splitting is on at all).
+        The pool itself cuts only while no other job runs in a sandbox, but a job claimed a
+        moment ago may not have reached one yet: on a fresh machine every framework's first
+        submission is claimed within milliseconds, and a NumPy one cut in two then paid for
+        a second sandbox beside four imports of JAX and PyTorch."""
+        if not self.ctx.settings.pool_split:
+            return False
+        if any(t.current is not None for t in self.pool.threads if t is not self):
+            return False
+        return not queue.has_waiting(self.ctx)
 
     def _complete(self, job: Job, result: dict[str, Any], judge_ms: float) -> str:
         """Write the result; if the database is briefly away, keep trying while the lease

@@ -271,6 +271,25 @@ def test_a_worker_splits_a_submit_only_when_nothing_else_waits(ctx, user, worker
     assert judge.splits == [False, False, True]
 
 
+def test_a_worker_splits_no_submit_while_another_of_its_process_judges(ctx, user, workers):
+    """The second worker's job finds nothing waiting, but the first worker's job may not have
+    reached a sandbox yet (the pool cannot see it): no second sandbox for it either."""
+    ids = make(ctx, user, 2)
+    judge = FakeJudge("AC")
+    judge.release.clear()
+    workers(2, judge_fn=judge)
+    deadline = time.monotonic() + 10
+    while len(judge.calls) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    judge.release.set()
+    for sid in ids:
+        wait_done(ctx, sid)
+    assert judge.splits == [False, False]
+    (alone,) = make(ctx, user, 1)
+    wait_done(ctx, alone)
+    assert judge.splits[-1] is True  # alone in its process: cut where the pool can
+
+
 def _idle(pool):
     """Give the pool's workers time to find the queue empty and go to sleep."""
     time.sleep(0.3)
