@@ -6,6 +6,7 @@ from __future__ import annotations
 import shutil
 import threading
 import time
+from collections import OrderedDict
 from pathlib import Path
 
 import pytest
@@ -121,11 +122,13 @@ def test_prepared_ahead_the_cache_holds_every_kinds_warm_up(
     from judge.kinds import kinds_for
     from judge.sandbox import SandboxConfig, open_sandbox
     from judge.sandbox.xla_cache import needs_fill
-    from judge.trusted import known_mistakes
+    from judge.trusted import known_mistakes, mutant_outputs
     from judge.trusted.expected import cache_dir, test_key
 
-    # A cache of its own: the suite's starts with the set-up's outputs of this problem.
+    # A cache of its own: the suite's starts with the set-up's outputs of this problem. And
+    # none of the mutants' outcomes an earlier test of the run holds in memory.
     monkeypatch.setenv("TENSORJUDGE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(mutant_outputs, "_MEMO", OrderedDict())
     package = load_package(Path(__file__).resolve().parents[2] / "problems" / "encoder-block")
     assert not any((cache_dir() / f"{test_key(package, t)}.npy").is_file()
                    for t in package.tests)
