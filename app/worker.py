@@ -115,7 +115,8 @@ class WorkerThread(threading.Thread):
         while not stop.is_set():
             seen = ctx.hub.queue_seq
             try:
-                job = queue.claim(ctx, self.name, quick_only=self.quick_only)
+                job = queue.claim(ctx, self.name, quick_only=self.quick_only,
+                                  slow_only=self._lane_free())
                 backoff = 0.5
             except Exception as e:  # noqa: BLE001 - the database may come back
                 log.error("claim failed", extra={"worker": self.name, "error": str(e)})
@@ -126,6 +127,12 @@ class WorkerThread(threading.Thread):
                 self.process(job)
                 continue
             ctx.hub.wait_queue(seen, self._idle_timeout())
+
+    def _lane_free(self) -> bool:
+        """Whether a quick-lane worker of this process is free to take the submissions
+        without JAX (then this one, not of the lane, leaves them to it)."""
+        return not self.quick_only and any(
+            t.quick_only and t.current is None for t in self.pool.threads)
 
     def _idle_timeout(self) -> float:
         timeout = self.ctx.settings.poll_seconds

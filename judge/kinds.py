@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from judge import pysource
 from judge.package import Package
 from judge.sandbox.job import EAGER_JAX, Job, Kind, Warmup
 
@@ -45,8 +46,8 @@ def uses_jax(code: str) -> bool:
     seconds, where other submissions' run in milliseconds. Code that does not parse: no (it
     fails at once)."""
     try:
-        tree = ast.parse(code)
-    except (SyntaxError, ValueError):
+        tree = pysource.parse(code)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
         return False
     return "jax" in imported_frameworks(tree)
 

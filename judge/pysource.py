@@ -33,3 +33,9 @@ def retried_after_parse_race(work: Callable[[], T], attempts: int = _ATTEMPTS) -
 def parse(source: str, filename: str = "<unknown>") -> ast.Module:
     with _LOCK:
         return retried_after_parse_race(lambda: ast.parse(source, filename=filename))
+
+
+def parse_expression(source: str) -> ast.expr:
+    """One expression, parsed as `parse` parses a file."""
+    with _LOCK:
+        return retried_after_parse_race(lambda: ast.parse(source, mode="eval").body)

@@ -79,14 +79,20 @@ def _claimable(now: datetime):  # noqa: ANN202
     )
 
 
-def claim(ctx: Context, worker: str, *, quick_only: bool = False) -> Job | None:
+def claim(ctx: Context, worker: str, *, quick_only: bool = False,
+          slow_only: bool = False) -> Job | None:
     """The next submission for `worker`, leased to it. `quick_only`: only one without JAX
-    (the quick lane's worker)."""
+    (the quick lane's worker). `slow_only`: only one with JAX, for a worker whose process
+    has a quick lane free to take the others: this worker holding one of those would keep
+    a JAX submission waiting (on a fresh machine, a framework's first Submit waited for
+    another's import of PyTorch)."""
     now = utcnow()
     lease = timedelta(seconds=ctx.settings.lease_seconds)
     claimable = _claimable(now)
     if quick_only:
         claimable = and_(claimable, Submission.quick.is_(True))
+    elif slow_only:
+        claimable = and_(claimable, Submission.quick.is_(False))
     with ctx.db.transaction() as s:
         sub = s.scalar(
             select(Submission).where(claimable)

@@ -11,7 +11,7 @@ from typing import Any
 
 from judge.mutants.model import Operator
 from judge.mutants.sites import SiteNames
-from judge.pysource import parse
+from judge.pysource import parse, parse_expression
 
 Replacement = ast.AST | list[ast.stmt]
 FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
@@ -250,7 +250,7 @@ def _after_preamble(tree: ast.Module) -> int:
 
 def expr(text: str) -> ast.expr:
     """An expression from text (operators build their replacements this way)."""
-    return ast.parse(text, mode="eval").body
+    return parse_expression(text)
 
 
 def framework_function(framework: str, name: str) -> tuple[str, str]:

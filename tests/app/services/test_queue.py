@@ -214,6 +214,26 @@ def test_a_submission_without_jax_does_not_wait_behind_busy_workers(ctx, user, w
         assert wait_done(ctx, sid).verdict == "AC"
 
 
+def test_a_worker_leaves_submissions_without_jax_to_its_free_quick_lane(ctx, user):
+    """A worker claims only JAX submissions while a quick-lane worker of its process is
+    free; once the lane is busy, any (and a pool without a lane is never held back)."""
+    from app.worker import WorkerPool
+
+    ctx.settings = ctx.settings.model_copy(update={"rate_limit": 10_000})
+    pool = WorkerPool(ctx, 1, sandbox=object(), judge_fn=FakeJudge("AC"), quick=1,
+                      listen=False)
+    regular, lane = pool.threads
+    (quick,) = make(ctx, user)
+    assert regular._lane_free() and not lane._lane_free()
+    assert queue.claim(ctx, regular.name, slow_only=regular._lane_free()) is None
+    lane.current = 1  # the lane judges something
+    assert not regular._lane_free()
+    assert queue.claim(ctx, regular.name, slow_only=regular._lane_free()).submission_id == quick
+    (alone,) = WorkerPool(ctx, 1, sandbox=object(), judge_fn=FakeJudge("AC"), quick=0,
+                          listen=False).threads
+    assert not alone._lane_free()
+
+
 def test_ie_is_retried_then_the_real_verdict_is_kept(ctx, user, workers):
     judge = FakeJudge("IE", "IE", "AC")
     workers(1, judge_fn=judge)
@@ -341,3 +361,15 @@ def test_depth_and_stats(ctx, user):
     assert dict(stats["buckets"])[0.25] == 0 and dict(stats["buckets"])[0.5] == 1
     with ctx.db.transaction() as s:
         assert s.scalar(select(func.count()).select_from(Judgement)) == 1
+
+
+def test_a_worker_beside_a_free_quick_lane_leaves_it_the_submissions_without_jax(ctx, user):
+    """The quick lane takes the submissions without JAX; a worker of its process, while the
+    lane is free, takes only those with JAX, though the others have a head start (and
+    without a free lane it takes them in that order)."""
+    ctx.settings = ctx.settings.model_copy(update={"rate_limit": 10_000})
+    (quick,) = make(ctx, user)
+    jax = submissions.create(ctx, user, "double", JAX_CODE)["id"]
+    assert queue.claim(ctx, "w", slow_only=True).submission_id == jax
+    assert queue.claim(ctx, "w", slow_only=True) is None
+    assert queue.claim(ctx, "w").submission_id == quick
