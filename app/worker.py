@@ -114,9 +114,10 @@ class WorkerThread(threading.Thread):
         backoff = 0.5
         while not stop.is_set():
             seen = ctx.hub.queue_seq
+            slow_only = self._lane_free()
             try:
                 job = queue.claim(ctx, self.name, quick_only=self.quick_only,
-                                  slow_only=self._lane_free())
+                                  slow_only=slow_only)
                 backoff = 0.5
             except Exception as e:  # noqa: BLE001 - the database may come back
                 log.error("claim failed", extra={"worker": self.name, "error": str(e)})
@@ -126,7 +127,7 @@ class WorkerThread(threading.Thread):
             if job is not None:
                 self.process(job)
                 continue
-            ctx.hub.wait_queue(seen, self._idle_timeout())
+            ctx.hub.wait_queue(seen, self._idle_timeout(slow_only))
 
     def _lane_free(self) -> bool:
         """Whether a quick-lane worker of this process is free to take the submissions
@@ -134,10 +135,10 @@ class WorkerThread(threading.Thread):
         return not self.quick_only and any(
             t.quick_only and t.current is None for t in self.pool.threads)
 
-    def _idle_timeout(self) -> float:
+    def _idle_timeout(self, slow_only: bool) -> float:
         timeout = self.ctx.settings.poll_seconds
         try:
-            due = queue.next_due(self.ctx)
+            due = queue.next_due(self.ctx, quick_only=self.quick_only, slow_only=slow_only)
         except Exception:  # noqa: BLE001
             return timeout
         if due is not None:

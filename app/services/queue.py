@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, case, delete, func, or_, select, update
+from sqlalchemy import ColumnElement, and_, case, delete, func, or_, select, true, update
 from sqlalchemy.orm import Session
 
 from app.context import Context
@@ -88,11 +88,7 @@ def claim(ctx: Context, worker: str, *, quick_only: bool = False,
     another's import of PyTorch)."""
     now = utcnow()
     lease = timedelta(seconds=ctx.settings.lease_seconds)
-    claimable = _claimable(now)
-    if quick_only:
-        claimable = and_(claimable, Submission.quick.is_(True))
-    elif slow_only:
-        claimable = and_(claimable, Submission.quick.is_(False))
+    claimable = and_(_claimable(now), _lane(quick_only, slow_only))
     with ctx.db.transaction() as s:
         sub = s.scalar(
             select(Submission).where(claimable)
@@ -119,13 +115,27 @@ def claim(ctx: Context, worker: str, *, quick_only: bool = False,
     return job
 
 
-def next_due(ctx: Context) -> datetime | None:
-    """When something not claimable now becomes claimable (a retry's delay, a lease)."""
+def _lane(quick_only: bool, slow_only: bool) -> ColumnElement[bool]:
+    """The submissions a worker of that lane claims."""
+    if quick_only:
+        return Submission.quick.is_(True)
+    if slow_only:
+        return Submission.quick.is_(False)
+    return true()
+
+
+def next_due(ctx: Context, *, quick_only: bool = False, slow_only: bool = False
+             ) -> datetime | None:
+    """When something not claimable now becomes claimable (a retry's delay, a lease), of
+    what `claim` with the same lane takes: a submission of another lane waiting now is not
+    due for this worker (else the quick lane would poll every few ms while a JAX one
+    waits for a worker)."""
+    lane = _lane(quick_only, slow_only)
     with ctx.db.transaction() as s:
         a = s.scalar(select(func.min(Submission.available_at))
-                     .where(Submission.status == "queued"))
+                     .where(Submission.status == "queued", lane))
         b = s.scalar(select(func.min(Submission.lease_expires_at))
-                     .where(Submission.status == "running"))
+                     .where(Submission.status == "running", lane))
     times = [t for t in (a, b) if t is not None]
     return min(times) if times else None
 

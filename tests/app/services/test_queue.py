@@ -234,6 +234,38 @@ def test_a_worker_leaves_submissions_without_jax_to_its_free_quick_lane(ctx, use
     assert not alone._lane_free()
 
 
+def test_what_a_lane_cannot_claim_is_not_due_for_it(ctx, user):
+    ctx.settings = ctx.settings.model_copy(update={"rate_limit": 10_000})
+    jax = submissions.create(ctx, user, "double", JAX_CODE)["id"]
+    assert queue.next_due(ctx) == row(ctx, jax).available_at
+    assert queue.next_due(ctx, quick_only=True) is None
+    (quick,) = make(ctx, user)
+    assert queue.next_due(ctx, quick_only=True) == row(ctx, quick).available_at
+    assert queue.next_due(ctx, slow_only=True) == row(ctx, jax).available_at
+
+
+def test_the_quick_lane_does_not_poll_while_a_jax_submission_waits(ctx, user, workers,
+                                                                   monkeypatch):
+    """A JAX submission waiting for a worker is nothing the lane can take: the lane sleeps
+    until the queue changes (it polled every 20 ms, two transactions each time)."""
+    ctx.settings = ctx.settings.model_copy(update={"rate_limit": 10_000,
+                                                   "poll_seconds": 5.0})
+    claims: list[str] = []
+    real = queue.claim
+
+    def counted(c, worker, **kw):  # noqa: ANN001, ANN003, ANN202
+        claims.append(worker)
+        return real(c, worker, **kw)
+
+    monkeypatch.setattr(queue, "claim", counted)
+    workers(0, judge_fn=FakeJudge("AC"), quick=1)
+    submissions.create(ctx, user, "double", JAX_CODE)
+    time.sleep(0.1)
+    before = len(claims)
+    time.sleep(0.6)
+    assert len(claims) - before <= 2
+
+
 def test_ie_is_retried_then_the_real_verdict_is_kept(ctx, user, workers):
     judge = FakeJudge("IE", "IE", "AC")
     workers(1, judge_fn=judge)
