@@ -56,6 +56,10 @@ class Settings(BaseSettings):
     # And for the kinds whose warm-up runs JAX, sandboxes forked from a server that has run
     # the warm-up too: a prepared sandbox costs a fork, not seconds of CPU.
     fork_warmed: bool = True
+    # At start-up, each framework's fork server started at once (not when the first of its
+    # submissions comes): on a fresh machine that first Submit then skips most of its
+    # import. The test suite turns it off (every pool it starts would import them all).
+    import_ahead: bool = True
     # The in-sandbox patches of JAX and Flax internals that make sandboxes fast (false: the
     # libraries run as released, slower).
     library_patches: bool = True

@@ -266,8 +266,10 @@ class WorkerPool:
     def start(self) -> None:
         self.started = time.monotonic()
         if self.startup is not None:
-            # Before `serve` answers: a NumPy submission's sandbox, ready in moments.
-            self.startup.begin(wait_s=QUICK_READY_WAIT_S)
+            # Before `serve` answers: a NumPy submission's sandbox, ready in moments (and
+            # each framework's libraries being imported for the first of its submissions).
+            self.startup.begin(wait_s=QUICK_READY_WAIT_S,
+                               import_ahead=self.ctx.settings.import_ahead)
         queue.register_workers(self.ctx, self.names, self.kind)
         if self.listener is not None:
             self.listener.start()

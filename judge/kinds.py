@@ -67,6 +67,11 @@ def imported_frameworks(tree: ast.AST) -> list[str]:
     return preload
 
 
+def framework_preloads() -> list[tuple[str, ...]]:
+    """What a submission importing one framework (NumPy aside) has imported ahead."""
+    return [tuple(preload_for([fw])) for fw in sorted(FAMILIES) if FAMILIES[fw]]
+
+
 def preload_for(frameworks: list[str]) -> list[str]:
     out: list[str] = []
     for fw in sorted(frameworks):

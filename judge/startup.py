@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
 
-from judge.kinds import kinds_for
+from judge.kinds import framework_preloads, kinds_for
 from judge.package import Package
 from judge.sandbox.job import Kind
 from judge.sandbox.pool import SandboxPool
@@ -72,19 +72,38 @@ class Startup:
                 self._serving -= 1
                 self._cond.notify_all()
 
-    def begin(self, wait_s: float) -> bool:
+    def begin(self, wait_s: float, *, import_ahead: bool = False) -> bool:
         """The first step, before the problems are even loaded: a spare of the kind that
         imports no framework (NumPy submissions), waited for up to `wait_s`. It is the same
         kind for every problem and ready in a fraction of a second, so the first NumPy
         submission on a fresh machine finds it (and the fork server it comes from) instead
         of starting them on its own path. Whether it was ready in time (a pool that fails
-        here is said in the log: jobs then start their own sandboxes)."""
+        here is said in the log: jobs then start their own sandboxes).
+
+        `import_ahead`: then, not waited for, each framework's libraries imported where
+        its sandboxes start from (`Backend.import_ahead`), at normal priority: the first
+        Submit of each framework, on a fresh machine, forks from them (or waits for the one
+        being started) rather than import them on its own path. Every kind's sandboxes
+        need them anyway; this only starts them before the first job. Started after the
+        NumPy spare, not beside it, so that the service answers no later for them."""
         try:
             self.pool.prewarm(Kind(), QUICK_KIND_MEMORY)
-            return self.pool.wait_ready(1, wait_s)
+            ready = self.pool.wait_ready(1, wait_s)
         except Exception as e:  # noqa: BLE001 - the rest of the start-up work goes on
             log.warning("no spare before the first job", extra={"error": str(e)})
-            return False
+            ready = False
+        if import_ahead:
+            for preload in framework_preloads():
+                threading.Thread(target=self._import_ahead, args=(preload,),
+                                 name="import-ahead", daemon=True).start()
+        return ready
+
+    def _import_ahead(self, preload: tuple[str, ...]) -> None:
+        try:
+            self.pool.import_ahead(preload)
+        except Exception as e:  # noqa: BLE001 - its first job imports them instead
+            log.warning("libraries not imported ahead",
+                        extra={"preload": list(preload), "error": str(e)})
 
     @property
     def jobs_being_served(self) -> int:

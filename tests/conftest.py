@@ -11,6 +11,10 @@ import pytest
 FIXTURES = Path(__file__).parent / "fixtures" / "problems"
 REPO = Path(__file__).resolve().parents[1]
 
+# Every worker pool a test starts (and every `serve` it runs) would otherwise import JAX, Flax
+# and PyTorch in fork servers of its own at once; tests/judge/test_startup.py shows it works.
+os.environ.setdefault("TENSORJUDGE_IMPORT_AHEAD", "false")
+
 
 @pytest.fixture(scope="session", autouse=True)
 def _private_cache(tmp_path_factory: pytest.TempPathFactory) -> None:

@@ -153,6 +153,9 @@ class SandboxPool:
     def fill_compile_cache(self, kind: Kind, memory_bytes: int) -> bool:
         return self.backend.fill_compile_cache(kind, memory_bytes)
 
+    def import_ahead(self, preload: tuple[str, ...]) -> None:
+        self.backend.import_ahead(preload)
+
     def acquire_idle(self, kind: Kind, count: int) -> list[Started] | None:
         """`count` prepared sandboxes for one submission's parts (judge/parallel.py), only
         when they are ready now and no other job of this pool is running: a spare core is

@@ -158,3 +158,31 @@ def test_the_start_begins_with_a_numpy_sandbox_ready(sandbox, double):
         assert [sp.kind.key for sp in pool.idle()] == [kind_for(double, []).key]
     finally:
         pool.close()
+
+
+@pytest.mark.sandbox
+def test_the_start_imports_each_framework_ahead():
+    """With `import_ahead`, the start starts every framework's fork server at once, beside
+    the NumPy spare it waits for: the first JAX, Flax or PyTorch job then forks from one that
+    imported its libraries already (or waits for the one being started), not imports them
+    itself. Without it, none is started before a job asks."""
+    from judge.kinds import framework_preloads
+    from judge.sandbox import SandboxPool
+    from tests.judge.conftest import forked_sandbox
+
+    for ahead in (False, True):
+        sb = forked_sandbox()
+        assert sb.fork_servers is not None
+        pool = SandboxPool(sb, per_key=1)
+        try:
+            assert Startup(pool, threading.Event()).begin(wait_s=60, import_ahead=ahead)
+            wanted = set(framework_preloads())
+            assert wanted == {("jax",), ("flax.linen", "jax"), ("torch",)}
+            deadline = time.monotonic() + (180 if ahead else 2)
+            while not wanted <= set(sb.fork_servers._servers) and time.monotonic() < deadline:
+                time.sleep(0.2)
+            started = set(sb.fork_servers._servers) & wanted
+            assert started == (wanted if ahead else set())
+        finally:
+            pool.close()
+            sb.close()

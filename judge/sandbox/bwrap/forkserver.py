@@ -307,6 +307,12 @@ class ForkServers:
                 self._servers[key] = server
             return server
 
+    def import_ahead(self, preload: tuple[str, ...]) -> None:
+        """The server that imports `preload` (the one `fork` uses for a kind importing it
+        ahead and not forked warm), started now unless it runs already."""
+        libs = tuple(m for m in preload if m != EAGER_JAX)
+        self._server(libs, {"preload": list(libs)})
+
     def fork(self, kind: Kind, full: dict, cgroup: Cgroup, uid: int,
              background: bool) -> tuple[ForkedProcess, int, bool] | None:
         """A sandbox forked from a warmed server for its kind if it has one and the kind is

@@ -239,6 +239,10 @@ class BwrapSandbox:
         joins = "; ".join(f"echo $$ > {shlex.quote(str(f))}" for f in cgroup.procs_files)
         return ["/bin/sh", "-c", f"set -e; {joins}; exec \"$@\"", "tensorjudge-sandbox"] + inner
 
+    def import_ahead(self, preload: tuple[str, ...]) -> None:
+        if self.fork_servers is not None:
+            self.fork_servers.import_ahead(preload)
+
     def spawn(self, kind: Kind, memory_bytes: int, *, background: bool = False,
               cache_writable: bool = False, uid: int | None = None) -> Spawned:
         """Start a sandbox and send it the judge-owned preparation (imports, warm-up). It then
