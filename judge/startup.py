@@ -23,9 +23,10 @@ from functools import partial
 
 from judge.kinds import framework_preloads, kinds_for
 from judge.package import Package
+from judge.prepared import prepare
 from judge.sandbox.job import Kind
 from judge.sandbox.pool import SandboxPool
-from judge.trusted.expected import expected_outputs
+from judge.trusted.expected import cache_dir, expected_outputs, test_key
 from judge.trusted.known_mistakes import bank, mutant_bank, prepare_mutant_banks
 
 # The records keep the logger name they had while this lived in the workers (app.worker).
@@ -125,10 +126,12 @@ class Startup:
             log.info("sandboxes prepared", extra={"problems": len(packages)})
 
     def _plan(self, packages: list[Package]) -> list[_Step]:
-        """Every problem's kinds but eager JAX's, then the trusted outputs (the known mistakes
-        matter only to a wrong answer), then eager JAX's kinds: the longest to fill and the
-        least used; then the mutants' outcomes."""
-        steps: list[_Step] = []
+        """Every problem's tests in memory where their expected outputs are stored (moments),
+        then every problem's kinds but eager JAX's, then the trusted outputs (the known
+        mistakes matter only to a wrong answer), then eager JAX's kinds: the longest to fill
+        and the least used; then the mutants' outcomes."""
+        steps = [_Step(package.content_hash, "tests", partial(_prepare_stored_tests, package))
+                 for package in packages]
         later: list[_Step] = []
         for package in packages:
             for kind in kinds_for(package):
@@ -222,6 +225,21 @@ def _prepare_kind_step(pool: SandboxPool, package: Package, kind: Kind) -> Calla
         pool.prewarm(kind, memory)
 
     return step
+
+
+def _prepare_stored_tests(package: Package) -> None:
+    """A Submit's and a Run's tests (inputs, shapes, expected outputs) in this process's
+    memory (judge/prepared.py), where the outputs are stored already (the set-up computed
+    them): a first job then neither generates its inputs nor reads the outputs, beside the
+    other first jobs of a fresh machine. Outputs still to compute wait for their own step."""
+    d = cache_dir()
+    for samples_only in (False, True):
+        try:
+            if all((d / f"{test_key(package, t)}.npy").is_file()
+                   for t in package.select(samples_only)):
+                prepare(package, samples_only)
+        except Exception as e:  # noqa: BLE001 - the first job prepares them instead
+            log.warning("tests not prepared", extra={"problem": package.slug, "error": str(e)})
 
 
 def _compute_trusted_outputs(package: Package) -> None:

@@ -76,6 +76,34 @@ def test_a_load_that_never_pauses_does_not_stop_the_work_for_ever(
     assert len(done) == 4
 
 
+@pytest.mark.timeout(300)
+def test_the_start_holds_the_stored_tests_in_memory(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch):
+    """Where the set-up stored a problem's expected outputs, the start's first step holds its
+    tests in memory, so a first job finds them; where it did not, that step computes
+    nothing (the outputs wait for their own step, after the kinds)."""
+    import judge.prepared as prepared
+    import judge.trusted.expected as expected
+
+    package = load_package(FIXTURES / "double")
+    expected.expected_outputs(package, package.tests)  # stored, as by the set-up
+    monkeypatch.setattr(prepared, "_PREPARED", OrderedDict())
+    startup._prepare_stored_tests(package)
+    assert set(prepared._PREPARED) == {(package.content_hash, False),
+                                       (package.content_hash, True)}
+    assert prepared.Preparing(package, False).ready() is not None
+
+    monkeypatch.setattr(prepared, "_PREPARED", OrderedDict())
+    monkeypatch.setenv("TENSORJUDGE_CACHE_DIR", str(tmp_path))  # nothing stored
+
+    def no_trusted_process(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a trusted process was started")
+
+    monkeypatch.setattr(expected, "run_trusted", no_trusted_process)
+    startup._prepare_stored_tests(package)
+    assert not prepared._PREPARED
+
+
 @pytest.mark.sandbox
 @pytest.mark.timeout(180)
 def test_the_submission_runs_while_its_expected_outputs_are_computed(
