@@ -5,6 +5,7 @@
     mutation_report(package)                 how strong its tests are -> MutationReport
     prepare_ahead(package, pool)             a problem's cache fills and trusted outputs, at set-up
     uses_jax(code)                           whether a submission imports JAX (it may compile)
+    parse_source(code)                       Python source parsed safely beside other threads
     prepare_problems(pool, packages, stop)   the start-up work, before the first submission
     Startup(pool, stop)                      the same, giving way to the jobs it is told of
     prepare_tests(package, samples_only)     the selected tests' inputs and expected outputs
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     from judge.parallel import cut
     from judge.prepared import PreparedTests
     from judge.prepared import prepare as prepare_tests
+    from judge.pysource import parse as parse_source
     from judge.sandbox import (
         PoolFigures,
         SandboxConfig,
@@ -66,6 +68,7 @@ _FACE: dict[str, tuple[str, str]] = {
     "Startup": ("judge.startup", "Startup"),
     "prepare_ahead": ("judge.startup", "prepare_ahead"),
     "uses_jax": ("judge.kinds", "uses_jax"),
+    "parse_source": ("judge.pysource", "parse"),
     "Prepared": ("judge.startup", "Prepared"),
     "prepare_tests": ("judge.prepared", "prepare"),
     "PreparedTests": ("judge.prepared", "PreparedTests"),
@@ -92,7 +95,7 @@ __all__ = ["judge", "fill_compile_cache", "validate_package", "Check", "Report",
            "mutation_report", "MutationReport", "render_mutation_report",
            "markdown_mutation_report",
            "prepare_problems", "Startup", "prepare_ahead", "Prepared", "prepare_tests",
-           "PreparedTests", "open_sandbox", "uses_jax",
+           "PreparedTests", "open_sandbox", "uses_jax", "parse_source",
            "SandboxConfig", "SandboxUnavailable", "SandboxPool", "PoolFigures", "Package",
            "PackageError", "load_package", "discover", "SLUG_RE", "Verdict", "VERDICT_WORDS",
            "JudgeResult", "TestResult", "Timing", "aggregate", "cut"]

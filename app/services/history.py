@@ -14,7 +14,7 @@ from app.context import Context
 from app.db.models import Judgement, Problem, Submission, TestResultRow
 from app.services import problems
 from app.services.users import UserView
-from judge import pysource
+from judge import parse_source
 
 # The most specific first: Flax code imports JAX too, and any of them may import NumPy.
 FRAMEWORKS = (("flax", "Flax"), ("torch", "PyTorch"), ("jax", "JAX"), ("numpy", "NumPy"))
@@ -25,7 +25,7 @@ _IMPORT_RE = re.compile(r"^\s*(?:from|import)\s+([A-Za-z_]\w*)", re.MULTILINE)
 def imported_modules(code: str) -> set[str]:
     """The top-level modules the code imports (by its text when it does not parse)."""
     try:
-        tree = pysource.parse(code)
+        tree = parse_source(code)
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         return set(_IMPORT_RE.findall(code))
     nodes = list(ast.walk(tree))
