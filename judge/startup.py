@@ -26,7 +26,7 @@ from judge.package import Package
 from judge.prepared import prepare
 from judge.sandbox.job import Kind
 from judge.sandbox.pool import SandboxPool
-from judge.trusted.expected import cache_dir, expected_outputs, test_key
+from judge.trusted.expected import expected_outputs, missing_outputs
 from judge.trusted.known_mistakes import bank, mutant_bank, prepare_mutant_banks
 
 # The records keep the logger name they had while this lived in the workers (app.worker).
@@ -232,11 +232,9 @@ def _prepare_stored_tests(package: Package) -> None:
     memory (judge/prepared.py), where the outputs are stored already (the set-up computed
     them): a first job then neither generates its inputs nor reads the outputs, beside the
     other first jobs of a fresh machine. Outputs still to compute wait for their own step."""
-    d = cache_dir()
     for samples_only in (False, True):
         try:
-            if all((d / f"{test_key(package, t)}.npy").is_file()
-                   for t in package.select(samples_only)):
+            if not missing_outputs(package, package.select(samples_only)):
                 prepare(package, samples_only)
         except Exception as e:  # noqa: BLE001 - the first job prepares them instead
             log.warning("tests not prepared", extra={"problem": package.slug, "error": str(e)})

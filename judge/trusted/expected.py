@@ -110,12 +110,22 @@ def expected_outputs(
     CPU priority, ahead of the first submission)."""
     d = cache_dir()
     keys = [test_key(package, t, float64) for t in tests]
-    missing = [(t.name, k) for t, k in zip(tests, keys, strict=True)
-               if not (d / f"{k}.npy").is_file()]
+    missing = _missing(d, tests, keys)
     if missing:
         run_trusted(package, [{"name": n, "key": k} for n, k in missing], float64, d,
                     background=background)
     return [np.load(d / f"{k}.npy", allow_pickle=False) for k in keys]
+
+
+def missing_outputs(package: Package, tests: list[TestSpec], float64: bool = False
+                    ) -> list[tuple[str, str]]:
+    """The name and key of each test whose expected output is not stored yet."""
+    return _missing(cache_dir(), tests, [test_key(package, t, float64) for t in tests])
+
+
+def _missing(d: Path, tests: list[TestSpec], keys: list[str]) -> list[tuple[str, str]]:
+    return [(t.name, k) for t, k in zip(tests, keys, strict=True)
+            if not (d / f"{k}.npy").is_file()]
 
 
 TIMEOUT_S = 900  # one trusted process

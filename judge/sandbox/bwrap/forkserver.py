@@ -310,7 +310,7 @@ class ForkServers:
     def import_ahead(self, preload: tuple[str, ...]) -> None:
         """The server that imports `preload` (the one `fork` uses for a kind importing it
         ahead and not forked warm), started now unless it runs already."""
-        libs = tuple(m for m in preload if m != EAGER_JAX)
+        libs = _libraries(preload)
         self._server(libs, {"preload": list(libs)})
 
     def fork(self, kind: Kind, full: dict, cgroup: Cgroup, uid: int,
@@ -325,8 +325,7 @@ class ForkServers:
             assert kind.warmup is not None
             key = ("warm", kind.warmup.key, *sorted(kind.preload))
             attempts.append((key, {"preload": full["preload"], "warm": full}, True))
-        # The eager-JAX marker changes the warm-up, not what the server imports.
-        libs = tuple(m for m in kind.preload if m != EAGER_JAX)
+        libs = _libraries(kind.preload)
         attempts.append((libs, {"preload": list(libs)}, False))
         unmount = ["/proc", "/tmp"] + [str(d) for d in self.launch.cgroup_parents]
         for key, config, warmed in attempts:
@@ -356,3 +355,9 @@ class ForkServers:
             for server in self._servers.values():
                 server.close()
             self._servers.clear()
+
+
+def _libraries(preload: tuple[str, ...]) -> tuple[str, ...]:
+    """What a server for `preload` imports: the eager-JAX marker changes the warm-up, not
+    the libraries."""
+    return tuple(m for m in preload if m != EAGER_JAX)
