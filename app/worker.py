@@ -116,8 +116,14 @@ class WorkerThread(threading.Thread):
             seen = ctx.hub.queue_seq
             slow_only = self._lane_free()
             try:
-                job = queue.claim(ctx, self.name, quick_only=self.quick_only,
-                                  slow_only=slow_only)
+                # A claim and the thread's `current` change together for the other threads
+                # of the process (`_may_split`): between the two, another thread's job
+                # would find this one idle and be cut in two.
+                with self.pool.claims:
+                    job = queue.claim(ctx, self.name, quick_only=self.quick_only,
+                                      slow_only=slow_only)
+                    if job is not None:
+                        self.current = job.submission_id
                 backoff = 0.5
             except Exception as e:  # noqa: BLE001 - the database may come back
                 log.error("claim failed", extra={"worker": self.name, "error": str(e)})
@@ -196,8 +202,9 @@ class WorkerThread(threading.Thread):
         a second sandbox beside four imports of JAX and PyTorch."""
         if not self.ctx.settings.pool_split:
             return False
-        if any(t.current is not None for t in self.pool.threads if t is not self):
-            return False
+        with self.pool.claims:
+            if any(t.current is not None for t in self.pool.threads if t is not self):
+                return False
         return not queue.has_waiting(self.ctx)
 
     def _complete(self, job: Job, result: dict[str, Any], judge_ms: float) -> str:
@@ -251,6 +258,7 @@ class WorkerPool:
         # with JAX submissions (a fresh machine's first ones, a class's burst of Flax).
         if quick is None:
             quick = ctx.settings.quick_workers if n > 0 else 0
+        self.claims = threading.Lock()  # see WorkerThread.run
         self.threads = [WorkerThread(self, queue.worker_name(i)) for i in range(n)]
         self.threads += [WorkerThread(self, queue.worker_name(n + i), quick_only=True)
                          for i in range(quick)]
