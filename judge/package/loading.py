@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import importlib.util
+import json
 import tomllib
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -109,7 +110,13 @@ class Package:
     def content_hash(self) -> str:
         """Changes whenever anything that decides verdicts or what users read changes."""
         h = hashlib.sha256()
-        h.update(self.manifest.model_dump_json().encode())
+        # Where the reference lives is not content (its source is hashed below): a package
+        # folder and the same package stored (which brings its reference in as
+        # reference.py: app/services/archives.py) must hash the same, or what `problems
+        # prepare` computed for the one would be missed by a service judging the other.
+        manifest = self.manifest.model_dump(mode="json")
+        manifest.pop("reference", None)
+        h.update(json.dumps(manifest, sort_keys=True).encode())
         h.update(self.statement.encode())
         h.update(self.reference_source.encode())
         h.update(self.generator_path.read_bytes())

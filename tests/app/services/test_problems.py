@@ -74,6 +74,12 @@ def test_a_reference_outside_the_folder_is_brought_in(ctx, tmp_path):
     again = archives.pack(out)
     try:
         assert again.content_hash == v.content_hash
+        # The folder and its stored copy are one package to the judge: what `problems
+        # prepare` computes for the folder (warm-ups' compilation, trusted outputs, keyed
+        # by the package's hash) is what a service judging the stored copy looks for.
+        from judge import load_package
+
+        assert again.package.content_hash == load_package(pkg).content_hash
     finally:
         again.cleanup()
 
