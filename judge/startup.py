@@ -33,6 +33,9 @@ from judge.trusted.known_mistakes import bank, mutant_bank, prepare_mutant_banks
 log = logging.getLogger("tensorjudge.worker")
 # The memory limit that spare starts with; a job sets its own problem's before it runs.
 QUICK_KIND_MEMORY = 512 << 20
+# The memory limit a sandbox importing a framework ahead starts with (where the pool keeps
+# one: SandboxPool.import_ahead); its job, too, sets its own problem's.
+IMPORT_AHEAD_MEMORY = 1 << 30
 
 
 @dataclass(frozen=True)
@@ -40,6 +43,11 @@ class _Step:
     problem: str  # the package's content hash
     what: str
     run: Callable[[], None]
+    # Its work is done in the judge's own process, holding the interpreter (loading what is
+    # stored: the mutants' outcomes), not in sandboxes or trusted processes: it waits for a
+    # pause in the jobs (Startup.quiet_s), or it would hold up the requests and the jobs of
+    # a fresh start, every one of which needs that interpreter for moments.
+    in_process: bool = False
 
 
 class Startup:
@@ -47,7 +55,7 @@ class Startup:
     work (in a thread of its own); the workers wrap each judgement in `serving`."""
 
     def __init__(self, pool: SandboxPool, stopping: threading.Event, *,
-                 max_pause_s: float = 60.0):
+                 max_pause_s: float = 60.0, quiet_s: float = 2.0):
         self.pool = pool
         self.stopping = stopping
         # Under a load that never pauses, the work still goes on (at its low priority) after
@@ -56,6 +64,10 @@ class Startup:
         self._cond = threading.Condition()
         self._serving = 0
         self._asked: list[str] = []  # problems jobs asked for, latest last
+        # A step in the judge's own process waits until no job has been judged for this long
+        # (nor, at the start, since the start: the first jobs come right after it).
+        self.quiet_s = quiet_s
+        self._last_job = time.monotonic()
 
     @contextmanager
     def serving(self, package: Package) -> Iterator[None]:
@@ -71,6 +83,7 @@ class Startup:
         finally:
             with self._cond:
                 self._serving -= 1
+                self._last_job = time.monotonic()
                 self._cond.notify_all()
 
     def begin(self, wait_s: float, *, import_ahead: bool = False) -> bool:
@@ -101,7 +114,7 @@ class Startup:
 
     def _import_ahead(self, preload: tuple[str, ...]) -> None:
         try:
-            self.pool.import_ahead(preload)
+            self.pool.import_ahead(preload, IMPORT_AHEAD_MEMORY)
         except Exception as e:  # noqa: BLE001 - its first job imports them instead
             log.warning("libraries not imported ahead",
                         extra={"preload": list(preload), "error": str(e)})
@@ -117,10 +130,14 @@ class Startup:
         demand)."""
         steps = self._plan(packages)
         while steps and not self.stopping.is_set():
-            self._give_way()
+            # The steps in the judge's own process come last, after a pause in the jobs.
+            outside = [step for step in steps if not step.in_process]
+            self._give_way(quiet=not outside)
             if self.stopping.is_set():
                 return
-            step = steps.pop(self._next(steps))
+            choice = outside or steps
+            step = choice[self._next(choice)]
+            steps.remove(step)
             step.run()
         if not self.stopping.is_set():
             log.info("sandboxes prepared", extra={"problems": len(packages)})
@@ -143,7 +160,8 @@ class Startup:
                                partial(_compute_trusted_outputs, package)))
         # Last: only a wrong answer's naming needs the mutants' outcomes.
         mutant_steps = [_Step(package.content_hash, "mutant outcomes",
-                              partial(prepare_mutant_banks, [package], self.stopping))
+                              partial(prepare_mutant_banks, [package], self.stopping),
+                              in_process=True)
                         for package in packages]
         return steps + later + mutant_steps
 
@@ -157,15 +175,20 @@ class Startup:
                     return i
         return 0
 
-    def _give_way(self) -> None:
-        """Wait while jobs are being judged (at most `max_pause_s` in a row)."""
+    def _give_way(self, *, quiet: bool = False) -> None:
+        """Wait while jobs are being judged, and with `quiet` until none has been for
+        `quiet_s` (at most `max_pause_s` in a row)."""
         deadline = time.monotonic() + self.max_pause_s
         with self._cond:
-            while self._serving and not self.stopping.is_set():
-                left = deadline - time.monotonic()
+            while not self.stopping.is_set():
+                now = time.monotonic()
+                calm = self._last_job + self.quiet_s - now if quiet else 0.0
+                if not self._serving and calm <= 0:
+                    return
+                left = deadline - now
                 if left <= 0:
                     return
-                self._cond.wait(timeout=min(left, 0.5))
+                self._cond.wait(timeout=min(left, 0.5, calm) if calm > 0 else min(left, 0.5))
 
 
 def prepare_problems(pool: SandboxPool, packages: list[Package],

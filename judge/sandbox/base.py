@@ -105,10 +105,11 @@ class Backend(Protocol):
         the kind then prepares in moments: its warm-up loads what it would compile)."""
         ...
 
-    def import_ahead(self, preload: tuple[str, ...]) -> None:
+    def import_ahead(self, preload: tuple[str, ...]) -> bool:
         """Have `preload` imported, now, where sandboxes of kinds importing it ahead start
         from (a fork server), so that the first of them does not import it on its job's
-        path; nothing where the backend has no such place. Returns once it is done."""
+        path. Returns once it is done: whether the backend has such a place (where it has
+        none, the pool keeps a sandbox that imported them instead)."""
         ...
 
     def shared_memory_bytes(self) -> int: ...

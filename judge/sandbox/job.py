@@ -51,6 +51,12 @@ class Kind:
         return hashlib.sha256(json.dumps(basis, sort_keys=True).encode()).hexdigest()[:16]
 
     @property
+    def libraries(self) -> tuple[str, ...]:
+        """What its sandboxes import: the eager-JAX marker changes the warm-up, not the
+        libraries."""
+        return tuple(m for m in self.preload if m != EAGER_JAX)
+
+    @property
     def light(self) -> bool:
         """Imports nothing ahead (NumPy submissions): its jobs take milliseconds."""
         return not self.preload

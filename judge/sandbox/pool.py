@@ -27,6 +27,7 @@ from collections import OrderedDict, deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+from judge.sandbox.ahead import Ahead
 from judge.sandbox.base import Backend, Started
 from judge.sandbox.io_loop import RawRun, RunPlan
 from judge.sandbox.job import Job, Kind
@@ -97,6 +98,7 @@ class SandboxPool:
         self._spawners = ThreadPoolExecutor(max_workers=spawners,
                                             thread_name_prefix="tj-pool-spawn")
         self._closed = False
+        self._ahead = Ahead(self._lock)  # sandboxes that imported a framework ahead
         # Per judging thread: whether its job fell back to a sandbox without the warm-up, and
         # whether it now runs again in one with the warm-up, whatever it costs.
         self._local = threading.local()
@@ -153,8 +155,29 @@ class SandboxPool:
     def fill_compile_cache(self, kind: Kind, memory_bytes: int) -> bool:
         return self.backend.fill_compile_cache(kind, memory_bytes)
 
-    def import_ahead(self, preload: tuple[str, ...]) -> None:
-        self.backend.import_ahead(preload)
+    def import_ahead(self, preload: tuple[str, ...], memory_bytes: int) -> None:
+        """`preload` imported ahead of the first job of a kind importing it (Backend.
+        import_ahead); where the backend has no place of its own for that, in a sandbox
+        kept for that job (judge/sandbox/ahead.py). Returns once it is ready."""
+        if self.backend.import_ahead(preload) or self.per_key <= 0:
+            return
+        kind = Kind(preload).plain()
+        with self._lock:
+            if not self._ahead.begin(kind):
+                return
+        sp: Started | None = None
+        try:
+            sp = self.backend.spawn(kind, memory_bytes)
+            if not self.backend.wait_warm(sp, self.prepare_timeout_s):
+                sp.destroy()
+                sp = None
+        except Exception:  # noqa: BLE001 - the first job starts its own
+            log.exception("a sandbox importing ahead failed")
+            sp = None
+        with self._lock:
+            unwanted = self._ahead.started(kind, sp)
+        if unwanted is not None:
+            unwanted.destroy()
 
     def acquire_idle(self, kind: Kind, count: int) -> list[Started] | None:
         """`count` prepared sandboxes for one submission's parts (judge/parallel.py), only
@@ -234,6 +257,14 @@ class SandboxPool:
             # would take the CPU from this job (a warm-up may have to compile).
             self._refill_when_idle = True
         self.stats.cold += 1
+        if not patient:
+            # Its libraries imported ahead: it only compiles (or loads from the compilation
+            # cache) the operations it runs, where any other start imports them first.
+            with self._lock:
+                ahead = self._ahead.take(kind)
+            if ahead is not None:
+                self._local.fell_back = kind
+                return ahead
         # The warm-up run in the sandbox itself, before the job: for a patient job, or where
         # the compilation cache holds the warm-up (it then loads in moments, and the job
         # finds every operation the warm-up ran ready, as in a spare). Not for a job that
@@ -370,7 +401,7 @@ class SandboxPool:
 
     def idle(self) -> list[Started]:
         with self._lock:
-            return [sp for s in self._slots.values() for sp in s.ready]
+            return [sp for s in self._slots.values() for sp in s.ready] + self._ahead.idle()
 
     def idle_memory_bytes(self) -> int:
         """Memory charged to the idle sandboxes (0 for those whose backend cannot say), plus
@@ -404,6 +435,7 @@ class SandboxPool:
         with self._lock:
             self._closed = True
             victims = [sp for s in self._slots.values() for sp in s.ready]
+            victims += self._ahead.close()
             for s in self._slots.values():
                 s.ready.clear()
             self._lock.notify_all()

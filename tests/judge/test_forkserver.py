@@ -144,3 +144,35 @@ def test_without_a_fork_server_sandboxes_start_as_before(double, monkeypatch):
         assert sb.fork_servers.forked == 0 and sb.fork_servers.fallbacks == 2
     finally:
         sb.close()
+
+
+def _cpu_group(pid: int) -> str:
+    for line in open(f"/proc/{pid}/cgroup").read().splitlines():
+        _, controllers, path = line.split(":", 2)
+        if controllers == "" or "cpu" in controllers.split(","):
+            return path
+    return ""
+
+
+def test_each_fork_server_runs_in_a_cpu_group_of_its_own_at_a_jobs_weight():
+    """A fork server importing its libraries weighs as one job's sandbox, beside the
+    sandboxes: left in the judge's group, three of them importing at a fresh start outweighed
+    the light job's sandbox and the judge process itself. Its group goes with it."""
+    from judge.sandbox.base import CpuPriority
+
+    sb = forked_sandbox()
+    try:
+        assert sb.import_ahead(())
+        server = sb.fork_servers._servers[()]
+        group = server.group
+        assert group is not None and group.cpu_dir is not None
+        path = _cpu_group(server.proc.pid)
+        assert path.startswith("/tensorjudge/sb-") and path.endswith(group.cpu_dir.name)
+        assert path != _cpu_group(os.getpid())
+        weight = (group.cpu_dir / ("cpu.weight" if group.version == 2 else "cpu.shares"))
+        assert int(weight.read_text()) == (CpuPriority.NORMAL.weight if group.version == 2
+                                           else CpuPriority.NORMAL.value)
+        sb.fork_servers.close()
+        assert not group.cpu_dir.exists()
+    finally:
+        sb.close()

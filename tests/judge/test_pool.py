@@ -143,6 +143,13 @@ class _StubSandbox:
         self.name = "stub"
         self.cached: set[str] = set()  # warm-ups the compilation cache holds
         self.kinds: dict[int, Kind] = {}
+        # Whether it has a place of its own to import libraries ahead (a fork server).
+        self.imports_ahead = True
+        self.imported: list[tuple[str, ...]] = []
+
+    def import_ahead(self, preload: tuple[str, ...]) -> bool:
+        self.imported.append(preload)
+        return self.imports_ahead
 
     def shared_memory_bytes(self) -> int:
         return 0
@@ -276,6 +283,46 @@ def test_a_kind_whose_warm_up_is_cached_prepares_itself_for_the_job():
         assert p.acquire(_kind("slow"), 1 << 20).key == "?"
     finally:
         stub.release.set()
+        p.close()
+
+
+@pytest.mark.timeout(60)
+def test_where_the_backend_cannot_import_ahead_one_sandbox_that_did_waits_for_the_first_job():
+    """A backend with no place to import a framework ahead (a container imports for
+    itself): the pool starts one sandbox that imported it, at normal priority, and the first
+    job of any kind importing those libraries that finds no spare of its own takes it rather
+    than start one (eager JAX's marker aside: the same libraries). It is not replaced."""
+    stub = _StubSandbox()
+    stub.imports_ahead = False
+    stub.release.set()
+    p = SandboxPool(stub, per_key=1, max_idle=4, spawners=2)  # type: ignore[arg-type]
+    try:
+        p.import_ahead(("jax",), 1 << 20)
+        assert stub.imported == [("jax",)] and stub.spawned == ["?"]
+        [ahead] = p.idle()
+        assert not ahead.niced and stub.kinds[id(ahead)] == Kind(("jax",)).plain()
+        eager = Kind(("jax", "jax.numpy"), Warmup("eager", ""))
+        assert p.acquire(Kind(("torch",)), 1 << 20) is not ahead  # other libraries
+        assert p.acquire(eager, 1 << 20) is ahead
+        assert p.stats.cold == 2
+        again = p.acquire(eager, 1 << 20)
+        assert again is not ahead and stub.kinds[id(again)] == eager.plain()
+        # A rerun after a time-out (patient) wants the warm-up: never the plain one.
+        p.import_ahead(("jax",), 1 << 20)
+        [second] = p.idle()
+        p._local.patient = True
+        assert p.acquire(eager, 1 << 20).key == "eager"
+        p._local.patient = False
+        assert p.acquire(eager, 1 << 20) is second
+    finally:
+        p.close()
+    # Where the backend imports ahead itself (bubblewrap's fork servers): no sandbox.
+    stub = _StubSandbox()
+    p = SandboxPool(stub, per_key=1, max_idle=4, spawners=2)  # type: ignore[arg-type]
+    try:
+        p.import_ahead(("jax",), 1 << 20)
+        assert stub.imported == [("jax",)] and stub.spawned == [] and p.idle() == []
+    finally:
         p.close()
 
 

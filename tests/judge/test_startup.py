@@ -76,6 +76,42 @@ def test_a_load_that_never_pauses_does_not_stop_the_work_for_ever(
     assert len(done) == 4
 
 
+@pytest.mark.timeout(60)
+def test_work_in_the_judges_own_process_waits_for_a_pause_in_the_jobs(
+        two_problems: list[Package], monkeypatch: pytest.MonkeyPatch):
+    """Loading the mutants' stored outcomes holds the judge process's interpreter for a
+    fraction of a second per problem, which every request and job of a fresh start needs
+    for moments: it waits until no job has been judged for `quiet_s` (and, at the start,
+    for as long from the start), where the other steps only wait for the jobs to end."""
+    done: list[tuple[str, float]] = []
+    monkeypatch.setattr(startup, "_prepare_kind_step", lambda pool, package, kind: lambda: (
+        done.append(("kind", time.monotonic()))))
+    monkeypatch.setattr(startup, "_compute_trusted_outputs",
+                        lambda package: done.append(("trusted", time.monotonic())))
+    monkeypatch.setattr(startup, "prepare_mutant_banks",
+                        lambda packages, stopping: done.append(("mutants", time.monotonic())))
+    work = Startup(pool=None, stopping=threading.Event(),  # type: ignore[arg-type]
+                   quiet_s=1.0)
+    job = work.serving(two_problems[0])
+    job.__enter__()
+    runner = threading.Thread(target=work.run, args=(two_problems,))
+    runner.start()
+    try:
+        time.sleep(0.3)
+        assert done == []
+        job.__exit__(None, None, None)
+        ended = time.monotonic()
+        runner.join(10)
+        kinds = [t for what, t in done if what != "mutants"]
+        mutants = [t for what, t in done if what == "mutants"]
+        assert len(kinds) == 4 and len(mutants) == 2
+        assert max(kinds) - ended < 0.5  # at once
+        assert min(mutants) - ended >= 1.0  # after a second without a job
+    finally:
+        work.stopping.set()
+        runner.join(10)
+
+
 @pytest.mark.timeout(300)
 def test_the_start_holds_the_stored_tests_in_memory(tmp_path: Path,
                                                      monkeypatch: pytest.MonkeyPatch):

@@ -288,6 +288,23 @@ class CgroupManager:
             return [self.root / "memory" / PARENT, self.root / "pids" / PARENT] + cpu + cpuacct
         return []
 
+    def cpu_group(self) -> Cgroup | None:
+        """A group with only a CPU weight (None without a CPU controller), beside the
+        sandboxes' and named like theirs (reap_stale removes it once its judge is gone): a
+        fork server's. Left in the judge's group instead, each zygote importing its
+        libraries would weigh as much as all the sandboxes together, and as the judge's own
+        process: a fresh machine's first light job, and the judge answering it, would get
+        a fraction of a core beside them."""
+        if not self.cpu:
+            return None
+        base = self.root / PARENT if self.version == 2 else self.root / "cpu" / PARENT
+        d = base / f"sb-{os.getpid()}-{uuid.uuid4().hex[:12]}"
+        try:
+            d.mkdir()
+        except OSError:
+            return None
+        return Cgroup(self.version, [d], [d / "cgroup.procs"], None, cpu_dir=d)
+
     def reap_stale(self) -> int:
         """Remove the groups of sandboxes whose judge process is gone (a worker killed with
         SIGKILL cannot remove its own); whatever still runs in one is killed first. Groups of

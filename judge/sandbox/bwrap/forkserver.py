@@ -13,18 +13,19 @@ import json
 import logging
 import os
 import select
+import shlex
 import socket
 import subprocess
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from judge.sandbox.base import host_env
+from judge.sandbox.base import CpuPriority, host_env
 from judge.sandbox.bwrap.cgroups import Cgroup
-from judge.sandbox.job import EAGER_JAX, Kind
+from judge.sandbox.job import Kind
 from judge.sandbox.sources import BOOTSTRAP, ZYGOTE_SOURCE, source_descriptor
 
 CHANNEL_FD = 3  # where the zygote puts a sandbox's result channel
@@ -97,23 +98,32 @@ class ForkServer:
     """One zygote, for one set of libraries to import ahead."""
 
     def __init__(self, bwrap_path: str, args_r: int, exe: str, config: dict[str, Any],
-                 env: dict[str, str], startup_timeout_s: float = 120.0):
+                 env: dict[str, str], startup_timeout_s: float = 120.0, *,
+                 group: Cgroup | None = None):
         """`args_r`: a pipe with bubblewrap's options, closed here; `config`: what the zygote
         loads (site folders, libraries, the runner's source; `background`: it prepares at
-        low priority, restored here once it is ready)."""
+        low priority, restored here once it is ready); `group`: its own CPU group, which its
+        launcher joins before it starts bubblewrap, removed when it ends."""
         self._lock = threading.Lock()
+        self.group = group
+        if group is not None:
+            group.set_priority(CpuPriority.BACKGROUND if config.get("background")
+                               else CpuPriority.NORMAL)
         self._tail = ""
         self._sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         fd = theirs.fileno()
         source = source_descriptor(ZYGOTE_SOURCE)
         try:
             self.proc = subprocess.Popen(
-                [bwrap_path, "--args", str(args_r), "--", exe, "-I", "-S", "-B", "-c",
-                 BOOTSTRAP, str(source), str(fd)],
+                launcher(group.procs_files if group is not None else [],
+                         [bwrap_path, "--args", str(args_r), "--", exe, "-I", "-S", "-B",
+                          "-c", BOOTSTRAP, str(source), str(fd)]),
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                 pass_fds=(fd, args_r, source), env=env, cwd="/", start_new_session=True)
         except OSError as e:
             self._sock.close()
+            if group is not None:
+                group.remove()
             raise ForkServerError(f"cannot start the fork server: {e}") from e
         finally:
             theirs.close()
@@ -130,6 +140,8 @@ class ForkServer:
         self.warmed = bool(config.get("warm"))
         if config.get("background"):
             _restore_priority(self.pid)
+            if group is not None:
+                group.set_priority(CpuPriority.NORMAL)
         if reply.get("threads") != 1 and not self.warmed:
             self.close()
             raise ForkServerError(f"the fork server has {reply.get('threads')} threads after "
@@ -200,6 +212,8 @@ class ForkServer:
             with contextlib.suppress(OSError, ValueError):
                 self._tail = self.proc.stderr.read()[-2000:].decode(errors="replace").strip()
             self.proc.stderr.close()
+        if self.group is not None:
+            self.group.remove()
 
 
 def _restore_priority(pid: int) -> None:
@@ -211,6 +225,16 @@ def _restore_priority(pid: int) -> None:
                 os.setpriority(os.PRIO_PROCESS, int(tid), 0)
     with contextlib.suppress(OSError):
         Path(f"/proc/{pid}/autogroup").write_text("0")
+
+
+def launcher(joins: Sequence[Path], command: list[str]) -> list[str]:
+    """`command`, run by a shell that first joins the cgroups whose `cgroup.procs` files are
+    `joins`: whatever it starts is in them from its first instruction, and no pre-exec
+    Python hook is needed in a threaded judge."""
+    if not joins:
+        return command
+    writes = "; ".join(f"echo $$ > {shlex.quote(str(f))}" for f in joins)
+    return ["/bin/sh", "-c", f"set -e; {writes}; exec \"$@\"", "tensorjudge-sandbox"] + command
 
 
 def options_pipe(options: list[str]) -> int:
@@ -231,6 +255,9 @@ class ZygoteLaunch:
     layout: Callable[[], list[str]]  # the sandbox's files and environment, as bwrap options
     site_dirs: list[str]
     cgroup_parents: list[Path]
+    # A CPU group of its own for a zygote (CgroupManager.cpu_group), or None: it stays in
+    # its judge's.
+    cpu_group: Callable[[], Cgroup | None]
     tmpfs_bytes: int
     runner_source: str
 
@@ -297,7 +324,7 @@ class ForkServers:
                       "background": background, **config}
             try:
                 server = ForkServer(launch.bwrap_path, options_pipe(self._args()), launch.exe,
-                                    config, host_env())
+                                    config, host_env(), group=launch.cpu_group())
             except ForkServerError as e:
                 log.warning("no fork server for %s, sandboxes start another way: %s",
                             ",".join(key) or "python", e)
@@ -307,11 +334,11 @@ class ForkServers:
                 self._servers[key] = server
             return server
 
-    def import_ahead(self, preload: tuple[str, ...]) -> None:
+    def import_ahead(self, preload: tuple[str, ...]) -> bool:
         """The server that imports `preload` (the one `fork` uses for a kind importing it
-        ahead and not forked warm), started now unless it runs already."""
-        libs = _libraries(preload)
-        self._server(libs, {"preload": list(libs)})
+        ahead and not forked warm), started now unless it runs already: whether it runs."""
+        libs = Kind(preload).libraries
+        return self._server(libs, {"preload": list(libs)}) is not None
 
     def fork(self, kind: Kind, full: dict, cgroup: Cgroup, uid: int,
              background: bool) -> tuple[ForkedProcess, int, bool] | None:
@@ -325,7 +352,7 @@ class ForkServers:
             assert kind.warmup is not None
             key = ("warm", kind.warmup.key, *sorted(kind.preload))
             attempts.append((key, {"preload": full["preload"], "warm": full}, True))
-        libs = _libraries(kind.preload)
+        libs = kind.libraries
         attempts.append((libs, {"preload": list(libs)}, False))
         unmount = ["/proc", "/tmp"] + [str(d) for d in self.launch.cgroup_parents]
         for key, config, warmed in attempts:
@@ -356,8 +383,3 @@ class ForkServers:
                 server.close()
             self._servers.clear()
 
-
-def _libraries(preload: tuple[str, ...]) -> tuple[str, ...]:
-    """What a server for `preload` imports: the eager-JAX marker changes the warm-up, not
-    the libraries."""
-    return tuple(m for m in preload if m != EAGER_JAX)

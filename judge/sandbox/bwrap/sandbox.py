@@ -12,7 +12,6 @@ from __future__ import annotations
 import collections
 import itertools
 import os
-import shlex
 import shutil
 import site
 import subprocess
@@ -35,7 +34,13 @@ from judge.sandbox.base import (
     sandbox_env,
 )
 from judge.sandbox.bwrap.cgroups import Cgroup, CgroupManager
-from judge.sandbox.bwrap.forkserver import CHANNEL_FD, ForkServers, ZygoteLaunch, options_pipe
+from judge.sandbox.bwrap.forkserver import (
+    CHANNEL_FD,
+    ForkServers,
+    ZygoteLaunch,
+    launcher,
+    options_pipe,
+)
 from judge.sandbox.bwrap.spawned import Process, Spawned
 from judge.sandbox.bwrap.warm import WarmRouting, hand_back
 from judge.sandbox.io_loop import RawRun, RunPlan
@@ -125,7 +130,8 @@ class BwrapSandbox:
             self.fork_servers = ForkServers(ZygoteLaunch(
                 bwrap_path=path, exe=str(self.exe), layout=self.layout_args,
                 site_dirs=[dst for _, dst in self.site_binds()],
-                cgroup_parents=self.cgroups.parents(), tmpfs_bytes=self.config.tmpfs_bytes,
+                cgroup_parents=self.cgroups.parents(), cpu_group=self.cgroups.cpu_group,
+                tmpfs_bytes=self.config.tmpfs_bytes,
                 runner_source=RUNNER_SOURCE),
                 # A warm fork hands compilations back through the library patches only.
                 warm=self.config.fork_warmed and self.config.library_patches)
@@ -232,16 +238,11 @@ class BwrapSandbox:
             assert self.setpriv is not None
             inner = [self.setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
                      "--inh-caps=-all", "--"] + inner
-        if cgroup is None:
-            return inner
-        # The launcher joins the group itself before exec: nothing escapes the limits, and
-        # no pre-exec Python hook is needed in a threaded worker.
-        joins = "; ".join(f"echo $$ > {shlex.quote(str(f))}" for f in cgroup.procs_files)
-        return ["/bin/sh", "-c", f"set -e; {joins}; exec \"$@\"", "tensorjudge-sandbox"] + inner
+        # The launcher joins the group itself before exec: nothing escapes the limits.
+        return inner if cgroup is None else launcher(cgroup.procs_files, inner)
 
-    def import_ahead(self, preload: tuple[str, ...]) -> None:
-        if self.fork_servers is not None:
-            self.fork_servers.import_ahead(preload)
+    def import_ahead(self, preload: tuple[str, ...]) -> bool:
+        return self.fork_servers is not None and self.fork_servers.import_ahead(preload)
 
     def spawn(self, kind: Kind, memory_bytes: int, *, background: bool = False,
               cache_writable: bool = False, uid: int | None = None) -> Spawned:

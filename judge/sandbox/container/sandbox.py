@@ -251,8 +251,9 @@ class ContainerSandbox:
     def shared_memory_bytes(self) -> int:
         return 0
 
-    def import_ahead(self, preload: tuple[str, ...]) -> None:
+    def import_ahead(self, preload: tuple[str, ...]) -> bool:
         """Each container imports for itself (its image holds the libraries' files)."""
+        return False
 
     def reap_stale(self) -> int:
         """Remove sandbox containers whose judge is gone: exited ones, this judge's own from

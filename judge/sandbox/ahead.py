@@ -1,0 +1,68 @@
+"""Sandboxes that imported a framework's libraries ahead of its first job, where the backend
+has no place of its own to import them (a container imports for itself; bubblewrap's fork
+servers import for the sandboxes they fork).
+
+One per set of libraries, started at normal priority when the judge starts (Startup.begin):
+the sandbox a job that finds no spare of its kind would otherwise start on its own path
+(SandboxPool.acquire), with the imports already done. It is used once and not replaced: by
+then the start-up work prepares each kind's spares.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from judge.sandbox.base import Started
+from judge.sandbox.job import Kind
+
+
+class Ahead:
+    """The pool's sandboxes imported ahead, by libraries. Every method is called with the
+    pool's lock (`lock`) held."""
+
+    def __init__(self, lock: threading.Condition):
+        self._lock = lock
+        self._ready: dict[tuple[str, ...], Started] = {}
+        self._starting: set[tuple[str, ...]] = set()
+        self._closed = False
+
+    def begin(self, kind: Kind) -> bool:
+        """Whether to start one for `kind`'s libraries (none is there or on its way)."""
+        libs = kind.libraries
+        if self._closed or libs in self._ready or libs in self._starting:
+            return False
+        self._starting.add(libs)
+        return True
+
+    def started(self, kind: Kind, sp: Started | None) -> Started | None:
+        """The one begun for `kind` is ready (`sp`) or failed (None); returns what the caller
+        must destroy instead of keeping (one that came when the pool no longer wants it)."""
+        self._starting.discard(kind.libraries)
+        self._lock.notify_all()
+        if sp is None or self._closed:
+            return sp
+        self._ready[kind.libraries] = sp
+        return None
+
+    def take(self, kind: Kind) -> Started | None:
+        """The one of `kind`'s libraries, waiting while it is being started (it began before
+        this job, at the same priority: it is ready no later than one started now)."""
+        libs = kind.libraries
+        while libs in self._starting and not self._closed:
+            self._lock.wait(timeout=0.5)
+        sp = self._ready.pop(libs, None)
+        if sp is not None and not sp.alive():
+            threading.Thread(target=sp.destroy, daemon=True).start()
+            return None
+        return sp
+
+    def idle(self) -> list[Started]:
+        return list(self._ready.values())
+
+    def close(self) -> list[Started]:
+        """Keep none from now on; the caller destroys what this returns."""
+        self._closed = True
+        self._lock.notify_all()
+        out = list(self._ready.values())
+        self._ready.clear()
+        return out
