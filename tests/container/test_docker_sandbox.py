@@ -268,3 +268,47 @@ def test_a_killed_judge_takes_its_sandboxes_with_it():
         proc.kill()
         proc.wait()
     assert _no_containers_left(owner, 15.0) == []
+
+
+def test_a_spares_job_runs_at_its_shares_and_memory_from_its_first_instruction():
+    """A spare prepares at the lowest CPU shares under a looser memory limit; its job's
+    shares and memory limit are asked of the engine in one call before the job is sent
+    (raised off the job's path instead, the light job of a fresh start ran at the lowest
+    shares meanwhile, behind every other container)."""
+    from judge.sandbox import SandboxPool
+    from judge.sandbox.base import CpuPriority
+
+    docker_engine.images()
+    backend = _backend()
+    pool = SandboxPool(backend, per_key=1)
+    try:
+        pool.prewarm(Kind(), 256 << 20)
+        assert pool.wait_ready(1, 120)
+        [spare] = docker_engine.sandbox_containers(backend.owner)
+        api = docker_engine.client().api
+        host = api.inspect_container(spare["Id"])["HostConfig"]
+        assert (host["CpuShares"], host["Memory"]) == (CpuPriority.BACKGROUND, 256 << 20)
+        # The job reads its own shares and memory limit at its first instruction (cgroup v1
+        # or v2); the fixture's limit is 512 MB.
+        light = (int(CpuPriority.LIGHT), CpuPriority.LIGHT.weight)
+        probe = (
+            "from pathlib import Path\n"
+            "def read(v1, v2):\n"
+            "    p = Path('/sys/fs/cgroup', v1)\n"
+            "    return (p if p.exists() else Path('/sys/fs/cgroup', v2)).read_text().strip()\n"
+            "FOUND = read('cpu/cpu.shares', 'cpu.weight'), read("
+            "'memory/memory.limit_in_bytes', 'memory.max')\n"
+            "def double(x):\n"
+            f"    if int(FOUND[0]) not in {light} or int(FOUND[1]) != {512 << 20}:\n"
+            "        raise RuntimeError('started at ' + repr(FOUND))\n"
+            "    return (2 * x).reshape(-1)\n")
+        # As on a fresh start: the calls to the engine made off the jobs' paths are queued
+        # behind others.
+        from judge.sandbox.container import sandbox as container_sandbox
+
+        container_sandbox._priorities.submit(time.sleep, 3.0)
+        result = judge(load_package(FIXTURES / "double"), probe, pool)
+        assert result.verdict is Verdict.AC, result.tests[0].message
+    finally:
+        pool.close()
+

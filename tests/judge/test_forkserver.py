@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 import pytest
 
@@ -147,7 +148,7 @@ def test_without_a_fork_server_sandboxes_start_as_before(double, monkeypatch):
 
 
 def _cpu_group(pid: int) -> str:
-    for line in open(f"/proc/{pid}/cgroup").read().splitlines():
+    for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines():
         _, controllers, path = line.split(":", 2)
         if controllers == "" or "cpu" in controllers.split(","):
             return path

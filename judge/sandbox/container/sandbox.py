@@ -129,6 +129,14 @@ class ContainerSpawned:
             self.niced = False
             _priorities.submit(self._foreground)
 
+    def take_foreground(self) -> int | None:
+        """Its job's CPU shares if it still has a spare's (for the caller to ask of the engine
+        in a call it makes anyway), else None."""
+        if not self.niced:
+            return None
+        self.niced = False
+        return int(self.priority)
+
     def _foreground(self) -> None:
         with contextlib.suppress(Exception):
             self.api.update_container(self.cid, cpu_shares=int(self.priority))
@@ -378,11 +386,16 @@ class ContainerSandbox:
         always prepares itself)."""
         msg = base.job_message(job, plan, seccomp=self.config.seccomp,
                                rlimits=base.rlimits(plan, memory_cgroup=True))
-        sp.foreground()
         if plan.memory_bytes != sp.memory_limit:
+            # A call to the engine on the job's path anyway: its CPU shares go with it, rather
+            # than after the other containers' calls queued off the path (on a fresh start,
+            # the light job ran at a spare's lowest shares meanwhile).
+            shares = sp.take_foreground()
             with contextlib.suppress(Exception):
                 self.api.update_container(sp.cid, mem_limit=plan.memory_bytes,
-                                          memswap_limit=plan.memory_bytes)
+                                          memswap_limit=plan.memory_bytes, cpu_shares=shares)
+        else:
+            sp.foreground()
         pressing: list[bool] = []
 
         def kill() -> None:
