@@ -304,7 +304,7 @@ def docker_available() -> str | None:
 def run_bench(out: Path, runs: int, baseline_runs: int, burst_n: int,
               problems: list[str] | None, progress: Any = print,
               with_docker: bool = True, rate: float = 1.0, load_seconds: float = 60.0,
-              cold: bool = True, only_cold: bool = False) -> str:
+              cold: bool = True, only_cold: bool = False, cold_starts: int = 3) -> str:
     """The whole benchmark (`only_cold`: the cold start alone, a few minutes)."""
     cases = [c for c in CASES if not problems or c.problem in problems]
     flax = [c for c in cases if c.label == STATEMENT]
@@ -320,7 +320,8 @@ def run_bench(out: Path, runs: int, baseline_runs: int, burst_n: int,
         cold_run = None
         cold_cases = [c for c in COLD_CASES if not problems or c.problem in problems]
         if (cold or only_cold) and cold_cases:
-            cold_run = run_cold(tmp, progress, docker=why_not is None, cases=cold_cases)
+            cold_run = run_cold(tmp, progress, docker=why_not is None, cases=cold_cases,
+                                starts=cold_starts)
             cold_run.docker_note = why_not or ""
         if only_cold:
             speed.append(machine_speed())

@@ -7,7 +7,10 @@ A `serve` over them is started, and as soon as it answers, the first Submit of e
 is posted, all within a tenth of a second, in a fixed order. Beside each, the same file runs
 over the same tests in a fresh plain Python process (imports and compilation included), the
 processes started 2 at a time (as 2 workers would) in the same order from one common start,
-in the same run: the naive judge the first verdicts are held against.
+in the same run: the naive judge the first verdicts are held against. A fresh start happens
+once per machine, and one of it decides little (the figures move by a third from one to the
+next): each is repeated (`starts`, from a copy of the same prepared caches each time), and
+the medians are held against each other.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import math
 import os
 import pickle
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -65,12 +69,26 @@ for kwargs in tests:
 
 @dataclass
 class ColdRow:
+    """One first Submit: the median of the fresh starts measured (each list holds them all)."""
+
     case: Case
     judge: Sample | None = None
     fresh_ms: float = math.nan  # the fresh process, from the common start of all of them
     fresh_alone_ms: float = math.nan  # the same process, from its own start
     fresh_ok: bool = False
     docker: Sample | None = None
+    judges: list[Sample] = field(default_factory=list)
+    fresh: list[float] = field(default_factory=list)
+    fresh_alone: list[float] = field(default_factory=list)
+    dockers: list[Sample] = field(default_factory=list)
+
+    def settle(self) -> None:
+        """Each figure: the median of its starts."""
+        self.judge = _median_sample(self.judges) or self.judge
+        self.docker = _median_sample(self.dockers) or self.docker
+        if self.fresh:
+            self.fresh_ms = statistics.median(self.fresh)
+            self.fresh_alone_ms = statistics.median(self.fresh_alone)
 
     def ratio(self, sample: Sample | None) -> float:
         if sample is None or not self.fresh_ms or math.isnan(self.fresh_ms):
@@ -83,6 +101,14 @@ class Cold:
     rows: list[ColdRow] = field(default_factory=list)
     docker_note: str = ""
     prepare_s: float = math.nan  # `problems prepare --all` into the new caches (the set-up's)
+    starts: int = 1  # fresh starts measured, each figure their median
+
+
+def _median_sample(samples: list[Sample]) -> Sample | None:
+    """The sample of the median time (the lower middle one of an even count)."""
+    if not samples:
+        return None
+    return sorted(samples, key=lambda s: s.wall_ms)[(len(samples) - 1) // 2]
 
 
 # The first Submits are posted in the table's order, this far apart: at once for a learner,
@@ -162,47 +188,72 @@ def prepare_like_setup(env: dict[str, str]) -> float:
     return time.perf_counter() - t0
 
 
+def _copy_caches(prepared: Path, new: Path) -> None:
+    """The prepared caches as they were, for one more fresh start (owners kept: the
+    sandboxes' uids read, and the filling uid writes, the compilation cache)."""
+    subprocess.run(["cp", "-a", str(prepared), str(new)], check=True, timeout=600)
+
+
+def _remove_volume(volume: str, timeout_s: float = 60.0) -> None:
+    """The engine removes a stopped judge's containers asynchronously; a volume one of them
+    still mounts cannot go until it is gone."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        done = subprocess.run(["docker", "volume", "rm", "-f", volume], capture_output=True,
+                              timeout=120)
+        if done.returncode == 0 or time.monotonic() > deadline:
+            return
+        time.sleep(1.0)
+
+
 def run_cold(tmp: Path, progress: Callable[[str], object], *, docker: bool,
-             cases: list[Case] | None = None) -> Cold:
+             cases: list[Case] | None = None, starts: int = 3) -> Cold:
     cases = cases or COLD_CASES
-    out = Cold([ColdRow(c) for c in cases])
+    out = Cold([ColdRow(c) for c in cases], starts=starts)
     rows = {r.case: r for r in out.rows}
-    env = cold_env(tmp / "cold-caches")
+    prepared = tmp / "cold-caches"
     # As a deployment's cache folders are: reachable by the sandboxes' uids (a temporary
     # folder is closed to them, and its caches would stay empty).
     tmp.chmod(tmp.stat().st_mode | 0o711)
     progress("cold start: new caches, prepared as `./dev setup` does (off the clock)...")
-    out.prepare_s = prepare_like_setup(env)
-    progress(f"  prepared in {out.prepare_s:.0f} s; a fresh judge, the first Submit of "
-             f"{len(cases)} frameworks at once:")
-    with server("cold", tmp, env) as url:
-        for case, sample in first_submits(url, cases).items():
-            rows[case].judge = sample
-            progress(f"  {case.problem:16} {case.label:28} {sample.wall_ms:9,.0f} ms "
-                     f"{sample.verdict}")
+    out.prepare_s = prepare_like_setup(cold_env(prepared))
+    progress(f"  prepared in {out.prepare_s:.0f} s; {starts} fresh judges, each from a copy "
+             f"of those caches, the first Submit of {len(cases)} frameworks at once:")
+    for i in range(starts):
+        _copy_caches(prepared, tmp / f"cold-{i}-caches")
+        with server(f"cold-{i}", tmp, cold_env(tmp / f"cold-{i}-caches")) as url:
+            for case, sample in first_submits(url, cases).items():
+                rows[case].judges.append(sample)
+                progress(f"  {i + 1}: {case.problem:16} {case.label:28} "
+                         f"{sample.wall_ms:9,.0f} ms {sample.verdict}")
     if docker:
-        volume = f"tensorjudge-bench-cold-{uuid.uuid4().hex[:8]}"
-        progress(f"  the same with the docker backend (a new cache volume {volume}, which the "
+        progress("  the same with the docker backend (each a new cache volume, which the "
                  "image seeds as a new deployment's):")
-        env = {**cold_env(tmp / "cold-docker-caches"), "TENSORJUDGE_SANDBOX": "docker",
-               "TENSORJUDGE_DOCKER_CACHE_VOLUME": volume}
-        as_in_app_image(tmp / "cold-caches", tmp / "cold-docker-caches")
-        try:
-            with server("cold-docker", tmp, env) as url:
-                for case, sample in first_submits(url, cases).items():
-                    rows[case].docker = sample
-                    progress(f"  {case.problem:16} {case.label:28} {sample.wall_ms:9,.0f} ms "
-                             f"{sample.verdict} (docker)")
-        finally:
-            subprocess.run(["docker", "volume", "rm", "-f", volume], capture_output=True,
-                           timeout=120)
+        for i in range(starts):
+            volume = f"tensorjudge-bench-cold-{uuid.uuid4().hex[:8]}"
+            env = {**cold_env(tmp / f"cold-docker-{i}-caches"), "TENSORJUDGE_SANDBOX": "docker",
+                   "TENSORJUDGE_DOCKER_CACHE_VOLUME": volume}
+            as_in_app_image(prepared, tmp / f"cold-docker-{i}-caches")
+            try:
+                with server(f"cold-docker-{i}", tmp, env) as url:
+                    for case, sample in first_submits(url, cases).items():
+                        rows[case].dockers.append(sample)
+                        progress(f"  {i + 1}: {case.problem:16} {case.label:28} "
+                                 f"{sample.wall_ms:9,.0f} ms {sample.verdict} (docker)")
+            finally:
+                _remove_volume(volume)
     progress("  fresh plain processes, 2 at a time from one start:")
-    with tempfile.TemporaryDirectory(prefix="tj-fresh-") as fresh_tmp:
-        for case, (ms, alone, ok) in fresh_processes(cases, Path(fresh_tmp)).items():
-            row = rows[case]
-            row.fresh_ms, row.fresh_alone_ms, row.fresh_ok = ms, alone, ok
-            progress(f"  {case.problem:16} {case.label:28} {ms:9,.0f} ms "
-                     f"(alone {alone:,.0f} ms){'' if ok else ' FAILED'}")
+    for i in range(starts):
+        with tempfile.TemporaryDirectory(prefix="tj-fresh-") as fresh_tmp:
+            for case, (ms, alone, ok) in fresh_processes(cases, Path(fresh_tmp)).items():
+                row = rows[case]
+                row.fresh.append(ms)
+                row.fresh_alone.append(alone)
+                row.fresh_ok = ok and (row.fresh_ok or i == 0)
+                progress(f"  {i + 1}: {case.problem:16} {case.label:28} {ms:9,.0f} ms "
+                         f"(alone {alone:,.0f} ms){'' if ok else ' FAILED'}")
+    for row in out.rows:
+        row.settle()
     return out
 
 
@@ -231,12 +282,16 @@ def cold_report(cold: Cold) -> list[str]:
              "The ratios are the judge's time over the fresh process's. *Docker*: the same "
              "with the docker backend, as a new deployment starts: a new compilation-cache "
              "volume, which the sandbox image seeds, and the trusted outputs the app image "
-             "carries.", "",
+             "carries. "
+             + (f"Each figure is the median of {cold.starts} such starts, each from a copy of "
+                "the same prepared caches (the fresh processes too, {cold.starts} times): one "
+                "start decides little (the next below)." if cold.starts > 1 else ""), "",
              "| problem | solution | judge ms | fresh process ms | alone ms | judge / fresh "
              "| docker ms | docker / fresh | verdicts |",
              "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
     for r in cold.rows:
-        verdicts = {s.verdict for s in (r.judge, r.docker) if s is not None}
+        verdicts = {s.verdict for s in (r.judge, r.docker, *r.judges, *r.dockers)
+                    if s is not None}
         if not r.fresh_ok:
             verdicts.add("fresh process failed")
         lines.append(
@@ -246,6 +301,14 @@ def cold_report(cold: Cold) -> list[str]:
             f"| {','.join(sorted(verdicts))} |")
     if cold.docker_note:
         lines += ["", f"No docker column: {cold.docker_note}."]
+    if cold.starts > 1:
+        lines += ["", "Each start, in order (ms):", "",
+                  "| problem | solution | judge | docker | fresh process |",
+                  "| --- | --- | --- | --- | --- |"]
+        lines += [f"| {r.case.problem} | {r.case.label} "
+                  f"| {', '.join(_ms(x.wall_ms) for x in r.judges) or '-'} "
+                  f"| {', '.join(_ms(x.wall_ms) for x in r.dockers) or '-'} "
+                  f"| {', '.join(_ms(x) for x in r.fresh) or '-'} |" for r in cold.rows]
     return lines
 
 

@@ -26,6 +26,8 @@ def bench_cmd(
              "framework against fresh plain processes")] = True,
     cold_only: Annotated[bool, typer.Option(
         help="measure only the cold start (a few minutes)")] = False,
+    cold_starts: Annotated[int, typer.Option(
+        min=1, help="fresh starts measured for the cold start (each figure their median)")] = 3,
 ) -> None:
     """Time POST-to-verdict through real servers: a judge's cold start against fresh plain
     processes, the judge as configured against a naive judge (fresh sandbox per submission,
@@ -35,6 +37,7 @@ def bench_cmd(
 
     text = run_bench(out, runs, baseline_runs, burst, problem,
                      progress=lambda m: typer.echo(m, err=True), with_docker=docker,
-                     rate=rate, load_seconds=load_seconds, cold=cold, only_cold=cold_only)
+                     rate=rate, load_seconds=load_seconds, cold=cold, only_cold=cold_only,
+                     cold_starts=cold_starts)
     typer.echo(text)
     typer.echo(f"written to {out}", err=True)

@@ -20,7 +20,7 @@ from app.bench import (
     targets,
 )
 from app.bench_client import Case
-from app.bench_cold import Cold, ColdRow
+from app.bench_cold import Cold, ColdRow, cold_report
 from app.bench_load import Sustained, machine_speed
 
 
@@ -217,3 +217,20 @@ def test_the_cold_start_alone_makes_a_report_of_its_own():
     assert text.startswith("# tensorjudge benchmark: cold start")
     assert "0.90x at most (decoder-block, numpy) | yes |" in text
     assert "No docker column: not asked for." in text
+
+
+def test_a_cold_start_repeated_is_held_by_its_medians():
+    """One fresh start decides little: each figure is the median of the starts measured,
+    each start is listed, and a verdict any start got is reported."""
+    row = ColdRow(Case("decoder-block", "numpy", Path("x.py")))
+    row.judges = [Sample(300, 0, 0, "AC"), Sample(100, 0, 0, "AC"), Sample(200, 0, 0, "TLE")]
+    row.fresh, row.fresh_alone = [150, 120, 180], [140, 110, 170]
+    row.fresh_ok = True
+    row.settle()
+    assert (row.judge.wall_ms, row.fresh_ms, row.fresh_alone_ms) == (200, 150, 140)
+    cold = Cold([row], starts=3)
+    text = "\n".join(cold_report(cold))
+    assert "the median of 3 such starts" in text
+    line = next(ln for ln in text.splitlines() if ln.startswith("| decoder-block | numpy | 200"))
+    assert "| 1.33 |" in line and "AC,TLE" in line
+    assert "| decoder-block | numpy | 300, 100, 200 | - | 150, 120, 180 |" in text
