@@ -284,8 +284,8 @@ def cold_report(cold: Cold) -> list[str]:
              "volume, which the sandbox image seeds, and the trusted outputs the app image "
              "carries. "
              + (f"Each figure is the median of {cold.starts} such starts, each from a copy of "
-                "the same prepared caches (the fresh processes too, {cold.starts} times): one "
-                "start decides little (the next below)." if cold.starts > 1 else ""), "",
+                f"the same prepared caches (the fresh processes too, {cold.starts} times): one "
+                "start decides little (each is listed below)." if cold.starts > 1 else ""), "",
              "| problem | solution | judge ms | fresh process ms | alone ms | judge / fresh "
              "| docker ms | docker / fresh | verdicts |",
              "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]

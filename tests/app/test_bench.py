@@ -230,7 +230,7 @@ def test_a_cold_start_repeated_is_held_by_its_medians():
     assert (row.judge.wall_ms, row.fresh_ms, row.fresh_alone_ms) == (200, 150, 140)
     cold = Cold([row], starts=3)
     text = "\n".join(cold_report(cold))
-    assert "the median of 3 such starts" in text
+    assert "the median of 3 such starts" in text and "the fresh processes too, 3 times" in text
     line = next(ln for ln in text.splitlines() if ln.startswith("| decoder-block | numpy | 200"))
     assert "| 1.33 |" in line and "AC,TLE" in line
     assert "| decoder-block | numpy | 300, 100, 200 | - | 150, 120, 180 |" in text
