@@ -270,6 +270,48 @@ def test_a_killed_judge_takes_its_sandboxes_with_it():
     assert _no_containers_left(owner, 15.0) == []
 
 
+# A judge killed between creating a sandbox container and starting it: the container is
+# left "created", and no connection of the judge's would end it.
+STARTLESS_JUDGE = """
+import time
+from judge.sandbox import SandboxConfig, open_sandbox
+from judge.sandbox.job import Kind
+sb = open_sandbox(SandboxConfig(kind="docker", docker_image="tensorjudge-sandbox:latest")).backend
+def never(cid, *args, **kwargs):
+    print(sb.owner, flush=True)
+    time.sleep(600)
+sb.api.start = never
+sb.spawn(Kind(), 256 << 20)
+"""
+
+
+def test_a_live_judge_removes_a_container_a_killed_one_never_started(monkeypatch):
+    """Without spawning anything itself (an idle worker beside a killed one): its reap
+    comes round on its own."""
+    import os
+    import subprocess
+    import sys
+
+    from judge.sandbox.container import sandbox as container_sandbox
+
+    docker_engine.images()
+    monkeypatch.setattr(container_sandbox, "REAP_EVERY_S", 0.5)
+    live = _backend()
+    proc = subprocess.Popen([sys.executable, "-c", STARTLESS_JUDGE], stdout=subprocess.PIPE,
+                            text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+    try:
+        assert proc.stdout is not None
+        owner = proc.stdout.readline().strip()
+        assert [c["State"] for c in docker_engine.sandbox_containers(owner)] == ["created"]
+    finally:
+        proc.kill()
+        proc.wait()
+    try:
+        assert _no_containers_left(owner, 10.0) == []
+    finally:
+        live.close()
+
+
 def test_a_spares_job_runs_at_its_shares_and_memory_from_its_first_instruction():
     """A spare prepares at the lowest CPU shares under a looser memory limit; its job's
     shares and memory limit are asked of the engine in one call before the job is sent

@@ -13,6 +13,7 @@ import contextlib
 import os
 import secrets
 import socket
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -54,15 +55,34 @@ def identity(api: Any) -> Identity:
     return Identity(f"host:{host}:{os.getpid()}#{mark}", "", host)
 
 
-def created_before_start(sandbox: dict, judge_state: dict) -> bool:
+def created_before_start(sandbox: dict, judge_state: dict,
+                         created: Callable[[], str] | None = None) -> bool:
     """Whether a sandbox container (a `containers` listing's entry) was made before its
-    judge's container last started: it belongs to that judge's earlier life."""
-    started = str(judge_state.get("StartedAt", ""))
-    try:
-        when = datetime.fromisoformat(started[:26].rstrip("Z") + "+00:00").timestamp()
-    except ValueError:
+    judge's container last started: it belongs to that judge's earlier life. The listing
+    gives whole seconds; within the second of the start, `created` (the engine's exact
+    `Created` of the sandbox) decides, else it counts as the present life's (a worker killed
+    while starting a sandbox, then restarted at once, would otherwise keep it forever)."""
+    when = _instant(str(judge_state.get("StartedAt", "")))
+    if when is None:
         return False
-    return float(sandbox.get("Created", 0)) < when - 1.0
+    second = float(sandbox.get("Created", 0))  # the exact time, rounded down
+    if second + 1.0 <= when or second > when:
+        return second + 1.0 <= when
+    if created is None:
+        return False
+    exact = None
+    with contextlib.suppress(Exception):  # gone meanwhile: nothing to remove
+        exact = _instant(created())
+    return exact is not None and exact < when
+
+
+def _instant(iso: str) -> float | None:
+    """An engine's RFC 3339 time (nanoseconds, `Z`) as a timestamp, to the microsecond."""
+    try:
+        head, _, frac = iso.rstrip("Z").partition(".")
+        return datetime.fromisoformat(head + "+00:00").timestamp() + float(f"0.{frac or 0}")
+    except ValueError:
+        return None
 
 
 def _pid_alive(pid: int) -> bool:
@@ -86,7 +106,8 @@ def judge_gone(api: Any, owner: str, c: dict) -> bool:
             state = api.inspect_container(rest)["State"]
         except Exception:  # noqa: BLE001 - gone
             return True
-        return not state.get("Running") or created_before_start(c, state)
+        return not state.get("Running") or created_before_start(
+            c, state, lambda: str(api.inspect_container(c["Id"])["Created"]))
     if kind == "host":
         host, _, pid = rest.rpartition(":")
         return host == socket.gethostname() and pid.isdigit() and not _pid_alive(int(pid))

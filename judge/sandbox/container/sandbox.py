@@ -31,6 +31,7 @@ import secrets
 import subprocess
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -58,7 +59,9 @@ log = logging.getLogger("tensorjudge.sandbox")
 CHANNEL_FD = 3  # where container_init.py gives the runner its result channel
 DEFAULT_PYTHON = "/usr/bin/python3.11"
 DEFAULT_SITE = "/opt/venv/lib/python3.11/site-packages"
-REAP_EVERY_S = 60.0  # how often a judge looks for dead judges' containers
+# How often a judge looks for dead judges' containers: a judge killed between creating a
+# container and starting it leaves one that never ends by itself.
+REAP_EVERY_S = 10.0
 _reaper = ThreadPoolExecutor(max_workers=2, thread_name_prefix="tj-container-reaper")
 _priorities = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tj-container-priority")
 
@@ -216,8 +219,10 @@ class ContainerSandbox:
         # container exists, so a reap running meanwhile never takes a sandbox being made.
         self._live: set[str] = set()
         self._live_lock = threading.Lock()
-        self._reaped_at = time.monotonic()
+        self._closed = threading.Event()
         self.reap_stale()
+        threading.Thread(target=_reap_every, args=(weakref.ref(self), self._closed),
+                         name="tj-container-reap", daemon=True).start()
         # The kinds the image's seed put in the cache volume (seed.py): filled already.
         self.seeded: list[str] = []
         if self.cache_volume is not None:
@@ -252,6 +257,7 @@ class ContainerSandbox:
         pool before this). Whatever of its own is still there goes too, running or not: a
         cache fill in progress, say, would otherwise outlive the judge and keep the cache
         volume in use."""
+        self._closed.set()
         with self._live_lock:
             self._live.clear()
         self.reap_stale()
@@ -315,9 +321,6 @@ class ContainerSandbox:
     def spawn(self, kind: Kind, memory_bytes: int, *, background: bool = False,
               cache_writable: bool = False) -> ContainerSpawned:
         cfg = self.config
-        if time.monotonic() - self._reaped_at > REAP_EVERY_S:
-            self._reaped_at = time.monotonic()
-            _reaper.submit(self.reap_stale)
         volumes = {}
         if self.cache_volume is not None:
             volumes[self.cache_volume] = {"bind": XLA_CACHE_IN_SANDBOX,
@@ -412,6 +415,17 @@ class ContainerSandbox:
         raw.oom_killed = sp.oom_killed
         raw.spawn_warm_ms = sp.warm_ms
         return raw
+
+
+def _reap_every(backend: weakref.ref[ContainerSandbox], closed: threading.Event) -> None:
+    """Reap while the backend is open, holding it only for each reap (an unclosed one that
+    is dropped then ends its thread too)."""
+    while not closed.wait(REAP_EVERY_S):
+        live = backend()
+        if live is None:
+            return
+        live.reap_stale()
+        del live
 
 
 def _digest(text: str) -> str:
