@@ -13,36 +13,15 @@ import os
 import select
 import time
 from collections.abc import Callable
-from enum import IntEnum
 from typing import Any, Protocol
 
 from judge.sandbox.io_loop import RawRun, RunPlan, SandboxProcess, pump
 from judge.sandbox.job import Job, Kind
+from judge.sandbox.priority import CpuPriority
+from judge.sandbox.turns import Turn
 from judge.wire import FrameReader
 
 XLA_CACHE_IN_SANDBOX = "/opt/tensorjudge/xla-cache"
-
-
-class CpuPriority(IntEnum):
-    """A sandbox's share of a contended CPU, in cgroup v1's and the Docker engine's
-    `cpu.shares` (`weight`: cgroup v2's scale). The limits count each sandbox's own CPU time,
-    so a share moves only when a verdict comes, never which. A spare being prepared yields to
-    every job. A light job (NumPy: milliseconds of work) goes ahead of seconds of JAX and
-    PyTorch imports and compilation, the shortest job first: on a fresh machine, where every
-    framework's first submission arrives at once, it would otherwise wait on a fifth of the
-    CPU."""
-
-    BACKGROUND = 2
-    NORMAL = 1024
-    LIGHT = 4096
-
-    @classmethod
-    def of_job(cls, kind: Kind) -> CpuPriority:
-        return cls.LIGHT if kind.light else cls.NORMAL
-
-    @property
-    def weight(self) -> int:
-        return max(1, round(self.value * 100 / 1024))
 
 
 class SandboxUnavailable(RuntimeError):
@@ -68,6 +47,8 @@ class Started(Protocol):
     # Whether a thread of it is running or waiting for a CPU now (False where unknown).
     def computing(self) -> bool: ...
     def foreground(self) -> None: ...  # its job's CPU priority (spares prepare niced)
+    # Its job's CPU priority from now on (the job's place in line moved: turns.py).
+    def weigh(self, priority: CpuPriority) -> None: ...
 
 
 # How a backend gets another sandbox of a kind while it runs a job (a pool's prepared one, or
@@ -86,7 +67,11 @@ class Backend(Protocol):
         the backend prefers for such jobs."""
         ...
 
-    def spawn(self, kind: Kind, memory_bytes: int, *, background: bool = False) -> Started: ...
+    def spawn(self, kind: Kind, memory_bytes: int, *, background: bool = False,
+              turn: Turn | None = None) -> Started:
+        """A sandbox of `kind` started, preparing (`background`: a spare, at the lowest
+        weight); `turn`: the place in line of the job it is started for (turns.py)."""
+        ...
 
     def wait_warm(self, sp: Any, timeout_s: float) -> bool:
         """Until `sp` has prepared; False if it died or took longer (then it is useless)."""

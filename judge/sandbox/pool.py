@@ -32,6 +32,7 @@ from judge.sandbox.base import Backend, Started
 from judge.sandbox.io_loop import RawRun, RunPlan
 from judge.sandbox.job import Job, Kind
 from judge.sandbox.pool_figures import PoolFigures, PoolStats
+from judge.sandbox.turns import Turn, Turns
 
 log = logging.getLogger("tensorjudge.pool")
 
@@ -99,6 +100,7 @@ class SandboxPool:
                                             thread_name_prefix="tj-pool-spawn")
         self._closed = False
         self._ahead = Ahead(self._lock)  # sandboxes that imported a framework ahead
+        self.turns = Turns()  # the jobs running, in the order they came
         # Per judging thread: whether its job fell back to a sandbox without the warm-up, and
         # whether it now runs again in one with the warm-up, whatever it costs.
         self._local = threading.local()
@@ -124,19 +126,26 @@ class SandboxPool:
         is met again in a sandbox of the kind that runs the warm-up (a prepared one if one
         is ready, else one started at once at normal priority): its run gives the verdict."""
         self._local.fell_back = None
-        raw = self.execute(self.acquire(job.kind, plan.memory_bytes,
-                                        compiles_itself=job.compiles_itself),
-                           job, tests_args, plan)
-        if not raw.timed_out or self._local.fell_back is None:
-            return raw
-        self._local.patient = True
+        # Its place in line, which every sandbox it takes (and a fork server it waits for)
+        # follows until it ends.
+        self._local.turn = self.turns.enter(job.kind.light)
         try:
-            raw = self.execute(self.acquire(job.kind, plan.memory_bytes), job, tests_args,
-                               plan)
+            raw = self.execute(self.acquire(job.kind, plan.memory_bytes,
+                                            compiles_itself=job.compiles_itself),
+                               job, tests_args, plan)
+            if not raw.timed_out or self._local.fell_back is None:
+                return raw
+            self._local.patient = True
+            try:
+                raw = self.execute(self.acquire(job.kind, plan.memory_bytes), job, tests_args,
+                                   plan)
+            finally:
+                self._local.patient = False
+            raw.rerun_after_timeout = True
+            return raw
         finally:
-            self._local.patient = False
-        raw.rerun_after_timeout = True
-        return raw
+            self.turns.leave(self._local.turn)
+            self._local.turn = None
 
     def execute(self, sp: Started, job: Job, tests_args: list[dict],
                 plan: RunPlan) -> RawRun:
@@ -215,13 +224,21 @@ class SandboxPool:
 
     def acquire(self, kind: Kind, memory_bytes: int, *, compiles_itself: bool = False
                 ) -> Started:
+        turn: Turn | None = getattr(self._local, "turn", None)
+        sp = self._acquire(kind, memory_bytes, compiles_itself, turn)
+        if turn is not None:
+            turn.follow(sp.weigh)  # no need to stop: the turn leaves the line with its job
+        return sp
+
+    def _acquire(self, kind: Kind, memory_bytes: int, compiles_itself: bool,
+                 turn: Turn | None) -> Started:
         """A prepared sandbox of this kind, or one being prepared (hurried) where that is
         quick; else a fresh one at normal priority, of the kind without its warm-up (of the
         kind itself in a pool of no spares). `compiles_itself`: the job compiles its own
         code (jax.jit), so the warm-up's executables would not serve it."""
         if self.per_key <= 0:
             self.stats.cold += 1
-            return self.backend.spawn(kind, memory_bytes)
+            return self.backend.spawn(kind, memory_bytes, turn=turn)
         key = kind.key
         with self._lock:
             slot = self._slot(kind, memory_bytes)
@@ -272,9 +289,9 @@ class SandboxPool:
         # would only delay its start.
         if patient or (kind.warmup is not None and not compiles_itself
                        and self.backend.compile_cache_holds(kind)):
-            return self.backend.spawn(kind.preparing_itself(), memory_bytes)
+            return self.backend.spawn(kind.preparing_itself(), memory_bytes, turn=turn)
         self._local.fell_back = kind
-        return self.backend.spawn(kind.plain(), memory_bytes)
+        return self.backend.spawn(kind.plain(), memory_bytes, turn=turn)
 
     def _wait_for_spare_s(self, slot: _Slot) -> float:
         """Called with the lock held: how long a job of `slot`'s kind may wait for a spare

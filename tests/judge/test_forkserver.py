@@ -155,6 +155,58 @@ def _cpu_group(pid: int) -> str:
     return ""
 
 
+def test_a_fork_server_weighs_as_the_foremost_job_waiting_for_it():
+    """A job behind one per core (judge/sandbox/turns.py) waiting for a fork server that
+    still imports gives it its own weight: the import would otherwise take a core from the
+    jobs that came first. Once it has imported, the server weighs as a job again."""
+    import threading
+    import time
+
+    from judge.sandbox.base import CpuPriority
+    from judge.sandbox.turns import Turns
+
+    sb = forked_sandbox()
+    line = Turns(cores=1)
+    first = line.enter(light=False)
+    behind = line.enter(light=False)
+    servers = sb.fork_servers
+    assert servers is not None
+    key = ("jax",)
+    started = threading.Thread(target=servers._server, args=(key, {"preload": ["jax"]}),
+                               kwargs={"turn": behind})
+    seen: list[int] = []
+
+    def weight() -> int | None:
+        group = servers._groups.get(key)
+        if group is None or group.cpu_dir is None:
+            return None
+        name = "cpu.weight" if group.version == 2 else "cpu.shares"
+        try:
+            return int((group.cpu_dir / name).read_text())
+        except OSError:
+            return None
+
+    def value(p: CpuPriority) -> int:
+        group = servers._groups[key]
+        return p.weight if group.version == 2 else p.value
+
+    try:
+        started.start()
+        while started.is_alive() and not seen:
+            w = weight()
+            if w is not None:
+                seen.append(w)
+            time.sleep(0.005)
+        assert seen and seen[0] == value(CpuPriority.YIELD), "it imported at a job's weight"
+        line.leave(first)
+        started.join(120)
+        assert key in servers._servers
+        assert weight() == value(CpuPriority.NORMAL)
+    finally:
+        started.join(120)
+        sb.close()
+
+
 def test_each_fork_server_runs_in_a_cpu_group_of_its_own_at_a_jobs_weight():
     """A fork server importing its libraries weighs as one job's sandbox, beside the
     sandboxes: left in the judge's group, three of them importing at a fresh start outweighed

@@ -12,6 +12,8 @@ from judge.kinds import kind_for, preload_for
 from judge.sandbox import BwrapSandbox, SandboxPool
 from judge.sandbox.io_loop import RawRun, RunPlan
 from judge.sandbox.job import Job, Kind, Warmup
+from judge.sandbox.priority import CpuPriority
+from judge.sandbox.turns import Turn, Turns
 from judge.verdicts import Verdict
 
 pytestmark = pytest.mark.sandbox
@@ -115,10 +117,14 @@ class _StubSpawned:
         self.niced = background
         self.hurried = threading.Event()
         self.warm_ms: float | None = None
+        self.weights: list[CpuPriority] = []
 
     def foreground(self) -> None:
         self.niced = False
         self.hurried.set()
+
+    def weigh(self, priority: CpuPriority) -> None:
+        self.weights.append(priority)
 
     def alive(self) -> bool:
         return True
@@ -146,6 +152,8 @@ class _StubSandbox:
         # Whether it has a place of its own to import libraries ahead (a fork server).
         self.imports_ahead = True
         self.imported: list[tuple[str, ...]] = []
+        self.turns: list[Turn | None] = []  # the job's turn each spawn was given
+        self.made: list[_StubSpawned] = []
 
     def import_ahead(self, preload: tuple[str, ...]) -> bool:
         self.imported.append(preload)
@@ -163,10 +171,13 @@ class _StubSandbox:
     def compile_cache_holds(self, kind: Kind) -> bool:
         return kind.warmup is not None and kind.warmup.key in self.cached
 
-    def spawn(self, kind: Kind, memory_bytes: int, background: bool = False) -> _StubSpawned:
+    def spawn(self, kind: Kind, memory_bytes: int, background: bool = False,
+              turn: Turn | None = None) -> _StubSpawned:
         key = kind.warmup.key if kind.warmup is not None else "?"
         self.spawned.append(key)
+        self.turns.append(turn)
         sp = _StubSpawned(key, background)
+        self.made.append(sp)
         self.kinds[id(sp)] = kind
         if background:
             self.last = sp
@@ -473,3 +484,43 @@ def test_a_cut_leaves_the_reserved_spare():
     finally:
         stub.release.set()
         p.close()
+
+
+@pytest.mark.timeout(60)
+def test_jobs_behind_one_per_core_yield_until_those_before_them_end():
+    """As a naive judge with a worker per core runs them in order: a job that finds every
+    core taken by jobs that came before it runs at YIELD (its sandbox, and the spawn that
+    makes it knows its turn), a light one at its own weight; each moves up as those before
+    it end."""
+    import threading
+
+    stub = _StubSandbox()
+    p = SandboxPool(stub, per_key=0)  # type: ignore[arg-type]
+    p.turns = Turns(cores=1)
+    plan = RunPlan(time_ms=1000, memory_bytes=1 << 20, output_cap=1024, ole_limit=4096,
+                   expected_sizes=[])
+    heavy = Kind(("torch",), Warmup("heavy", ""))
+    threads = []
+    for kind in (heavy, heavy, _kind("light")):
+        t = threading.Thread(target=p.run, args=(Job(kind, "", "f"), [], plan))
+        t.start()
+        threads.append(t)
+        deadline = time.monotonic() + 10
+        while len(stub.turns) < len(threads) and time.monotonic() < deadline:
+            time.sleep(0.01)
+    try:
+        first, second, light = stub.turns
+        assert first is not None and second is not None and light is not None
+        assert (first.priority, second.priority, light.priority) == (
+            CpuPriority.NORMAL, CpuPriority.YIELD, CpuPriority.LIGHT)
+        p.turns.leave(first)  # as when the first job ends
+        assert second.priority is CpuPriority.NORMAL
+        # Each sandbox follows its job's turn.
+        assert [sp.weights for sp in stub.made] == [
+            [CpuPriority.NORMAL], [CpuPriority.YIELD, CpuPriority.NORMAL], [CpuPriority.LIGHT]]
+    finally:
+        stub.release.set()
+        for t in threads:
+            t.join(10)
+        p.close()
+    assert p.turns.enter(light=False).priority is CpuPriority.NORMAL  # every job left

@@ -27,6 +27,7 @@ from judge.sandbox.base import CpuPriority, host_env
 from judge.sandbox.bwrap.cgroups import Cgroup
 from judge.sandbox.job import Kind
 from judge.sandbox.sources import BOOTSTRAP, ZYGOTE_SOURCE, source_descriptor
+from judge.sandbox.turns import Turn
 
 CHANNEL_FD = 3  # where the zygote puts a sandbox's result channel
 log = logging.getLogger("tensorjudge.sandbox")
@@ -101,14 +102,12 @@ class ForkServer:
                  env: dict[str, str], startup_timeout_s: float = 120.0, *,
                  group: Cgroup | None = None):
         """`args_r`: a pipe with bubblewrap's options, closed here; `config`: what the zygote
-        loads (site folders, libraries, the runner's source; `background`: it prepares at
-        low priority, restored here once it is ready); `group`: its own CPU group, which its
-        launcher joins before it starts bubblewrap, removed when it ends."""
+        loads (site folders, libraries, the runner's source; `background`: it prepares
+        niced, restored here once it is ready); `group`: its own CPU group (weighed by its
+        caller), which its launcher joins before it starts bubblewrap, removed when it
+        ends."""
         self._lock = threading.Lock()
         self.group = group
-        if group is not None:
-            group.set_priority(CpuPriority.BACKGROUND if config.get("background")
-                               else CpuPriority.NORMAL)
         self._tail = ""
         self._sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         fd = theirs.fileno()
@@ -140,8 +139,6 @@ class ForkServer:
         self.warmed = bool(config.get("warm"))
         if config.get("background"):
             _restore_priority(self.pid)
-            if group is not None:
-                group.set_priority(CpuPriority.NORMAL)
         if reply.get("threads") != 1 and not self.warmed:
             self.close()
             raise ForkServerError(f"the fork server has {reply.get('threads')} threads after "
@@ -282,6 +279,11 @@ class ForkServers:
         self._servers: dict[tuple[str, ...], ForkServer] = {}
         self._lock = threading.Lock()
         self._starting: dict[tuple[str, ...], threading.Lock] = {}
+        # A starting server's CPU group, the weight it starts at, and the jobs' turns
+        # waiting for it: it weighs as the foremost of them (turns.py), or at its own.
+        self._groups: dict[tuple[str, ...], Cgroup] = {}
+        self._own: dict[tuple[str, ...], CpuPriority] = {}
+        self._waiters: dict[tuple[str, ...], list[Turn]] = {}
         self._broken_until: dict[tuple[str, ...], float] = {}
         self.forked = 0  # sandboxes forked
         self.forked_warm = 0  # of which from a warmed server
@@ -306,33 +308,72 @@ class ForkServers:
             return server
 
     def _server(self, key: tuple[str, ...], config: dict[str, Any],
-                background: bool = False) -> ForkServer | None:
+                background: bool = False, turn: Turn | None = None) -> ForkServer | None:
         server = self._live(key)
         if server is not None:
             return server
         with self._lock:
             starting = self._starting.setdefault(key, threading.Lock())
-        # One start per key at a time; a warmed server takes seconds, other keys go on.
-        with starting:
-            server = self._live(key)
-            if server is not None:
-                return server
-            if time.monotonic() < self._broken_until.get(key, 0.0):
-                return None
-            launch = self.launch
-            config = {"site_dirs": launch.site_dirs, "runner_source": launch.runner_source,
-                      "background": background, **config}
-            try:
-                server = ForkServer(launch.bwrap_path, options_pipe(self._args()), launch.exe,
-                                    config, host_env(), group=launch.cpu_group())
-            except ForkServerError as e:
-                log.warning("no fork server for %s, sandboxes start another way: %s",
-                            ",".join(key) or "python", e)
-                self._broken_until[key] = time.monotonic() + self.RETRY_AFTER_S
-                return None
+        unfollow = None
+        if turn is not None:
             with self._lock:
-                self._servers[key] = server
+                self._waiters.setdefault(key, []).append(turn)
+            unfollow = turn.follow(lambda _p: self._weigh(key))
+        try:
+            # One start per key at a time; a warmed server takes seconds, other keys go on.
+            with starting:
+                return self._start(key, config, background)
+        finally:
+            if turn is not None:
+                assert unfollow is not None
+                unfollow()
+                with self._lock:
+                    self._waiters[key].remove(turn)
+                self._weigh(key)
+
+    def _start(self, key: tuple[str, ...], config: dict[str, Any],
+               background: bool) -> ForkServer | None:
+        """Called holding the key's start lock."""
+        server = self._live(key)
+        if server is not None:
             return server
+        if time.monotonic() < self._broken_until.get(key, 0.0):
+            return None
+        launch = self.launch
+        config = {"site_dirs": launch.site_dirs, "runner_source": launch.runner_source,
+                  "background": background, **config}
+        group = launch.cpu_group()
+        if group is not None:
+            with self._lock:
+                self._groups[key] = group
+            self._weigh(key, CpuPriority.BACKGROUND if background else CpuPriority.NORMAL)
+        try:
+            server = ForkServer(launch.bwrap_path, options_pipe(self._args()), launch.exe,
+                                config, host_env(), group=group)
+        except ForkServerError as e:
+            log.warning("no fork server for %s, sandboxes start another way: %s",
+                        ",".join(key) or "python", e)
+            self._broken_until[key] = time.monotonic() + self.RETRY_AFTER_S
+            return None
+        finally:
+            # Ready (or gone): what it forks has weights of its own; it weighs as a job.
+            self._weigh(key, CpuPriority.NORMAL)
+        with self._lock:
+            self._servers[key] = server
+        return server
+
+    def _weigh(self, key: tuple[str, ...], own: CpuPriority | None = None) -> None:
+        """A server's group at the weight of the foremost job waiting for it, or at its own
+        while none waits (`own`: its own from now on)."""
+        with self._lock:
+            if own is not None:
+                self._own[key] = own
+            group = self._groups.get(key)
+            if group is None:
+                return
+            waiters = self._waiters.get(key)
+            group.set_priority(max(t.priority for t in waiters) if waiters
+                               else self._own.get(key, CpuPriority.NORMAL))
 
     def import_ahead(self, preload: tuple[str, ...]) -> bool:
         """The server that imports `preload` (the one `fork` uses for a kind importing it
@@ -341,7 +382,8 @@ class ForkServers:
         return self._server(libs, {"preload": list(libs)}) is not None
 
     def fork(self, kind: Kind, full: dict, cgroup: Cgroup, uid: int,
-             background: bool) -> tuple[ForkedProcess, int, bool] | None:
+             background: bool, turn: Turn | None = None
+             ) -> tuple[ForkedProcess, int, bool] | None:
         """A sandbox forked from a warmed server for its kind if it has one and the kind is
         not `self_prepared` (then the last item is True), else from the server that imported
         its libraries."""
@@ -358,7 +400,7 @@ class ForkServers:
         for key, config, warmed in attempts:
             # A warmed server started for a spare runs its warm-up in the background (the
             # jobs of a fresh machine run meanwhile in sandboxes that prepare themselves).
-            server = self._server(key, config, background and warmed)
+            server = self._server(key, config, background and warmed, turn)
             if server is None:
                 continue
             try:

@@ -46,6 +46,7 @@ from judge.sandbox.bwrap.warm import WarmRouting, hand_back
 from judge.sandbox.io_loop import RawRun, RunPlan
 from judge.sandbox.job import Job, Kind
 from judge.sandbox.sources import BOOTSTRAP, RUNNER_SOURCE, source_descriptor
+from judge.sandbox.turns import Turn
 
 __all__ = ["BwrapConfig", "BwrapSandbox", "SandboxUnavailable", "python_runtime"]
 
@@ -245,13 +246,16 @@ class BwrapSandbox:
         return self.fork_servers is not None and self.fork_servers.import_ahead(preload)
 
     def spawn(self, kind: Kind, memory_bytes: int, *, background: bool = False,
-              cache_writable: bool = False, uid: int | None = None) -> Spawned:
+              cache_writable: bool = False, uid: int | None = None,
+              turn: Turn | None = None) -> Spawned:
         """Start a sandbox and send it the judge-owned preparation (imports, warm-up). It then
         waits, locked only by its namespaces, for the one job it will ever run.
 
         `background`: prepare at low CPU priority (a pool's spare), so judging in progress
         keeps the CPU; `Spawned.foreground()` restores it when its job comes. A kind may be
-        forked from a warmed fork server, unless it is `self_prepared` (warm.py)."""
+        forked from a warmed fork server, unless it is `self_prepared` (warm.py). `turn`: the
+        place in line of the job it is started for, which a fork server it waits for takes
+        (turns.py)."""
         cgroup = None
         if self.cgroups is not None and self.cgroups.available:
             cgroup = self.cgroups.create(memory_bytes, self.config.max_pids)
@@ -266,7 +270,7 @@ class BwrapSandbox:
                                 else CpuPriority.of_job(kind))
         forked = None
         if self.fork_servers is not None and cgroup is not None and not cache_writable:
-            forked = self.fork_servers.fork(kind, full, cgroup, uid, background)
+            forked = self.fork_servers.fork(kind, full, cgroup, uid, background, turn)
         if forked is not None:
             proc: Process = forked[0]
             chan_r = forked[1]

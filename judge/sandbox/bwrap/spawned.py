@@ -37,6 +37,7 @@ class Spawned:
     oom_killed: bool = False
     peak_bytes: int | None = None
     _destroyed: bool = False
+    priority: CpuPriority | None = None  # its job's (None: its kind's), set by weigh()
 
     def foreground(self) -> None:
         """Its job's CPU priority, every thread of every process (niceness is per thread on
@@ -44,7 +45,7 @@ class Spawned:
         if not self.niced or self.cgroup is None:
             return
         self.niced = False
-        self.cgroup.set_priority(CpuPriority.of_job(self.kind))
+        self.cgroup.set_priority(self.priority or CpuPriority.of_job(self.kind))
         for pid in self.cgroup.pids():
             try:
                 tids = os.listdir(f"/proc/{pid}/task")
@@ -53,6 +54,12 @@ class Spawned:
             for tid in tids:
                 with contextlib.suppress(OSError):
                     os.setpriority(os.PRIO_PROCESS, int(tid), 0)
+
+    def weigh(self, priority: CpuPriority) -> None:
+        """Its job's CPU weight from now on (a spare's takes effect at foreground())."""
+        self.priority = priority
+        if not self.niced and self.cgroup is not None:
+            self.cgroup.set_priority(priority)
 
     def alive(self) -> bool:
         return self.proc.poll() is None and self.reader.error is None

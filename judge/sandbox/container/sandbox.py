@@ -53,6 +53,7 @@ from judge.sandbox.container.process import ContainerProcess
 from judge.sandbox.io_loop import RawRun, RunPlan
 from judge.sandbox.job import Job, Kind
 from judge.sandbox.sources import CONTAINER_INIT_SOURCE, RUNNER_SOURCE
+from judge.sandbox.turns import Turn
 from judge.wire import FrameReader
 
 log = logging.getLogger("tensorjudge.sandbox")
@@ -143,6 +144,15 @@ class ContainerSpawned:
     def _foreground(self) -> None:
         with contextlib.suppress(Exception):
             self.api.update_container(self.cid, cpu_shares=int(self.priority))
+
+    def weigh(self, priority: CpuPriority) -> None:
+        """Its job's CPU shares from now on, asked of the engine off the job's path (a
+        spare's go with its job: foreground(), take_foreground())."""
+        if priority == self.priority:
+            return
+        self.priority = priority
+        if not self.niced:
+            _priorities.submit(self._foreground)
 
     def kill(self) -> None:
         self.proc.stopped.set()
@@ -319,8 +329,10 @@ class ContainerSandbox:
         return job.kind
 
     def spawn(self, kind: Kind, memory_bytes: int, *, background: bool = False,
-              cache_writable: bool = False) -> ContainerSpawned:
+              cache_writable: bool = False, turn: Turn | None = None) -> ContainerSpawned:
+        """`turn`: the place in line of the job it is started for: its first shares."""
         cfg = self.config
+        priority = turn.priority if turn is not None else CpuPriority.of_job(kind)
         volumes = {}
         if self.cache_volume is not None:
             volumes[self.cache_volume] = {"bind": XLA_CACHE_IN_SANDBOX,
@@ -335,7 +347,7 @@ class ContainerSandbox:
             memswap_limit=memory_bytes,
             pids_limit=cfg.max_pids,
             nano_cpus=int(cfg.cpus * 1e9) if cfg.cpus > 0 else None,
-            cpu_shares=int(CpuPriority.BACKGROUND if background else CpuPriority.of_job(kind)),
+            cpu_shares=int(CpuPriority.BACKGROUND if background else priority),
             tmpfs={"/tmp": f"size={cfg.tmpfs_bytes},mode=1777"},
             auto_remove=True,
             shm_size=1 << 20,
@@ -370,7 +382,7 @@ class ContainerSandbox:
             raise SandboxUnavailable(f"cannot start a sandbox container: {e}") from e
         proc = ContainerProcess(self.api, cid, sock)
         sp = ContainerSpawned(proc, self.api, time.monotonic(), memory_bytes,
-                              CpuPriority.of_job(kind), niced=background,
+                              priority, niced=background,
                               on_destroy=functools.partial(self._forget, mark))
         message = base.prepare_message(
             kind, self.site_dirs,
