@@ -23,13 +23,19 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def main(out: Path) -> None:
-    os.environ["TENSORJUDGE_CACHE_DIR"] = str(out)  # read by judge.trusted.expected
     # This checkout's judge, here and in the trusted processes it starts.
     os.environ["PYTHONPATH"] = os.pathsep.join(
         [str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])])
     sys.path.insert(0, str(REPO))
+    from judge.cache_links import link_outputs
+    from judge.trusted.expected import cache_dir
+
+    # The set-up (`./dev setup`: `problems prepare --all`) computed the same outputs into
+    # the developer's cache: taken from there, a fresh clone's first build computes none.
+    seeded = link_outputs(cache_dir(), out / "expected")
+    os.environ["TENSORJUDGE_CACHE_DIR"] = str(out)  # read by judge.trusted.expected
     from judge.package import discover, load_package
-    from judge.trusted.expected import cache_dir, expected_outputs, test_key
+    from judge.trusted.expected import expected_outputs, test_key
     from judge.trusted.known_mistakes import bank
 
     t0 = time.monotonic()
@@ -50,7 +56,8 @@ def main(out: Path) -> None:
         if f.is_file() and f.name.split(".", 1)[0] not in keep:
             f.unlink()
     print(f"[images] trusted outputs of the bundled problems ready in "
-          f"{time.monotonic() - t0:.0f} s ({len(keep)} outputs)", file=sys.stderr)
+          f"{time.monotonic() - t0:.0f} s ({len(keep)} outputs; {seeded} files taken from "
+          "the set-up's cache)", file=sys.stderr)
 
 
 if __name__ == "__main__":

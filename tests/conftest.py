@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
 import pytest
@@ -25,37 +24,15 @@ def _private_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
     # use a cache of their own. The trusted processes' compilation cache is the developer's:
     # executables are keyed by their program, so reuse changes no result.
     if "TENSORJUDGE_CACHE_DIR" not in os.environ:
+        from judge.cache_links import link_outputs
         from judge.trusted.expected import cache_dir
 
         developer = cache_dir()
         os.environ.setdefault("TENSORJUDGE_TRUSTED_COMPILE_CACHE",
                               str(developer.parent / "xla-trusted"))
         private = tmp_path_factory.mktemp("cache")
-        seed_trusted_outputs(developer, private / "expected")
+        link_outputs(developer, private / "expected")
         os.environ["TENSORJUDGE_CACHE_DIR"] = str(private)
-
-
-# What a trusted process stores per key (judge/trusted/reference_run.py); not its locks, nor
-# the mutants' sources it imports (written again when an output needs computing).
-_OUTPUT_SUFFIXES = (".npy", ".failed", ".variables.json")
-
-
-def seed_trusted_outputs(source: Path, target: Path) -> int:
-    """The trusted outputs stored in `source`, linked into `target` (copied across file
-    systems); how many. A link is never written through: the judge stores every output as a
-    new file that replaces the old name (tempfile, then os.replace), so what the tests
-    compute lands in `target` alone. Links, not copies: the developer's cache keeps the
-    outputs of every version of the trusted code it met (thousands of files each)."""
-    target.mkdir(parents=True, exist_ok=True)
-    n = 0
-    for entry in os.scandir(source):
-        if entry.is_file(follow_symlinks=False) and entry.name.endswith(_OUTPUT_SUFFIXES):
-            try:
-                os.link(entry.path, target / entry.name)
-            except OSError:  # another file system, or links refused
-                shutil.copyfile(entry.path, target / entry.name)
-            n += 1
-    return n
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -13,10 +13,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from judge.cache_links import link_outputs
 from judge.package import load_package
 from judge.trusted import expected
 from judge.trusted.code import ROOT, TRUSTED_CODE, code_hash, trusted_files
-from tests.conftest import FIXTURES, seed_trusted_outputs
+from tests.conftest import FIXTURES
 
 # The trusted process as judge.trusted.expected runs it, on the `double` fixture: the reference,
 # and a known mistake in float16 (the imports of its narrowing), then the judge's modules it
@@ -92,7 +93,7 @@ def test_outputs_of_another_version_of_the_trusted_code_are_computed_again(
     _recognisable(developer)
     monkeypatch.undo()
     private = tmp_path / "private"
-    assert seed_trusted_outputs(developer, private / "expected") >= len(package.tests)
+    assert link_outputs(developer, private / "expected") >= len(package.tests)
     monkeypatch.setenv("TENSORJUDGE_CACHE_DIR", str(private))
     after = expected.expected_outputs(package, package.tests)
     assert not any((a == 1234.0).any() for a in after)
@@ -116,7 +117,7 @@ def test_an_output_the_suite_computes_again_leaves_the_developers_file(
     for f in developer.glob("*.npy"):
         f.unlink()
     private = tmp_path / "private"
-    seed_trusted_outputs(developer, private / "expected")
+    link_outputs(developer, private / "expected")
     monkeypatch.setenv("TENSORJUDGE_CACHE_DIR", str(private))
     expected.expected_outputs(package, package.tests)
     assert all((private / "expected" / f.name).read_text() != f.read_text() for f in variables)
@@ -133,3 +134,18 @@ def _recognisable(folder: Path) -> None:
 
 def _unchanged(folder: Path) -> None:
     assert all((np.load(f) == 1234.0).all() for f in folder.glob("*.npy"))
+
+
+def test_linking_outputs_takes_only_outputs_and_keeps_what_is_there(tmp_path: Path) -> None:
+    """An image's cache starts from the set-up's this way too (deploy/trusted_outputs.py)."""
+    source, target = tmp_path / "source", tmp_path / "target"
+    source.mkdir()
+    for name in ("a.npy", "b.failed", "c.variables.json", "d.lock", "e.py"):
+        (source / name).write_text(name)
+    target.mkdir()
+    (target / "a.npy").write_text("computed here")
+    assert link_outputs(source, target) == 2
+    assert sorted(p.name for p in target.iterdir()) == ["a.npy", "b.failed", "c.variables.json"]
+    assert (target / "a.npy").read_text() == "computed here"
+    assert link_outputs(target, target) == 0
+    assert link_outputs(tmp_path / "none", target) == 0
