@@ -318,7 +318,7 @@ def test_a_spares_job_runs_at_its_shares_and_memory_from_its_first_instruction()
     (raised off the job's path instead, the light job of a fresh start ran at the lowest
     shares meanwhile, behind every other container)."""
     from judge.sandbox import SandboxPool
-    from judge.sandbox.base import CpuPriority
+    from judge.sandbox.priority import CpuPriority
 
     docker_engine.images()
     backend = _backend()

@@ -162,7 +162,7 @@ def test_a_fork_server_weighs_as_the_foremost_job_waiting_for_it():
     import threading
     import time
 
-    from judge.sandbox.base import CpuPriority
+    from judge.sandbox.priority import CpuPriority
     from judge.sandbox.turns import Turns
 
     sb = forked_sandbox()
@@ -211,7 +211,7 @@ def test_each_fork_server_runs_in_a_cpu_group_of_its_own_at_a_jobs_weight():
     """A fork server importing its libraries weighs as one job's sandbox, beside the
     sandboxes: left in the judge's group, three of them importing at a fresh start outweighed
     the light job's sandbox and the judge process itself. Its group goes with it."""
-    from judge.sandbox.base import CpuPriority
+    from judge.sandbox.priority import CpuPriority
 
     sb = forked_sandbox()
     try:

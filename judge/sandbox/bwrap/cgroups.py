@@ -15,7 +15,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from judge.sandbox.base import CpuPriority
+from judge.sandbox.priority import CpuPriority
 from judge.sandbox.time_limits import cgroup_cpu_seconds
 
 ROOT = Path("/sys/fs/cgroup")
@@ -62,7 +62,7 @@ class Cgroup:
         return cgroup_cpu_seconds(self.cpuacct_dir)
 
     def set_priority(self, priority: CpuPriority) -> None:
-        """CPU weight (base.CpuPriority). Niceness alone would not do: each sandbox is a
+        """CPU weight (priority.CpuPriority). Niceness alone would not do: each sandbox is a
         session of its own, and the kernel's autogroups share the CPU between sessions
         equally whatever their niceness."""
         if self.cpu_dir is None:

@@ -18,14 +18,15 @@ import socket
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from judge.sandbox.base import CpuPriority, host_env
+from judge.sandbox.base import host_env
 from judge.sandbox.bwrap.cgroups import Cgroup
 from judge.sandbox.job import Kind
+from judge.sandbox.priority import CpuPriority
 from judge.sandbox.sources import BOOTSTRAP, ZYGOTE_SOURCE, source_descriptor
 from judge.sandbox.turns import Turn
 
@@ -314,22 +315,27 @@ class ForkServers:
             return server
         with self._lock:
             starting = self._starting.setdefault(key, threading.Lock())
-        unfollow = None
-        if turn is not None:
-            with self._lock:
-                self._waiters.setdefault(key, []).append(turn)
-            unfollow = turn.follow(lambda _p: self._weigh(key))
+        # One start per key at a time; a warmed server takes seconds, other keys go on.
+        with self._waiting(key, turn), starting:
+            return self._start(key, config, background)
+
+    @contextlib.contextmanager
+    def _waiting(self, key: tuple[str, ...], turn: Turn | None) -> Iterator[None]:
+        """While a job (`turn`) waits for the server of `key`, the server weighs as the
+        foremost job waiting."""
+        if turn is None:
+            yield
+            return
+        with self._lock:
+            self._waiters.setdefault(key, []).append(turn)
+        unfollow = turn.follow(lambda _p: self._weigh(key))
         try:
-            # One start per key at a time; a warmed server takes seconds, other keys go on.
-            with starting:
-                return self._start(key, config, background)
+            yield
         finally:
-            if turn is not None:
-                assert unfollow is not None
-                unfollow()
-                with self._lock:
-                    self._waiters[key].remove(turn)
-                self._weigh(key)
+            unfollow()
+            with self._lock:
+                self._waiters[key].remove(turn)
+            self._weigh(key)
 
     def _start(self, key: tuple[str, ...], config: dict[str, Any],
                background: bool) -> ForkServer | None:

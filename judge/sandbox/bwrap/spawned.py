@@ -8,11 +8,11 @@ import os
 import subprocess
 from dataclasses import dataclass, field
 
-from judge.sandbox.base import CpuPriority
 from judge.sandbox.bwrap.cgroups import Cgroup
 from judge.sandbox.bwrap.forkserver import ForkedProcess
 from judge.sandbox.io_loop import RawRun, reap
 from judge.sandbox.job import Kind
+from judge.sandbox.priority import CpuPriority
 from judge.sandbox.time_limits import group_computing
 from judge.wire import FrameReader
 

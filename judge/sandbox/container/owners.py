@@ -66,8 +66,10 @@ def created_before_start(sandbox: dict, judge_state: dict,
     if when is None:
         return False
     second = float(sandbox.get("Created", 0))  # the exact time, rounded down
-    if second + 1.0 <= when or second > when:
-        return second + 1.0 <= when
+    if second + 1.0 <= when:
+        return True
+    if second > when:
+        return False
     if created is None:
         return False
     exact = None

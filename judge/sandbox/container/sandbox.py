@@ -43,7 +43,6 @@ from judge.sandbox import base, xla_cache
 from judge.sandbox.base import (
     XLA_CACHE_IN_SANDBOX,
     Acquire,
-    CpuPriority,
     SandboxUnavailable,
     sandbox_env,
 )
@@ -52,6 +51,7 @@ from judge.sandbox.container.owners import LABEL, SPAWN_LABEL, identity
 from judge.sandbox.container.process import ContainerProcess
 from judge.sandbox.io_loop import RawRun, RunPlan
 from judge.sandbox.job import Job, Kind
+from judge.sandbox.priority import CpuPriority
 from judge.sandbox.sources import CONTAINER_INIT_SOURCE, RUNNER_SOURCE
 from judge.sandbox.turns import Turn
 from judge.wire import FrameReader
@@ -101,7 +101,7 @@ class ContainerSpawned:
     api: Any
     t_spawn: float
     memory_limit: int
-    priority: CpuPriority  # its job's (base.CpuPriority)
+    priority: CpuPriority  # its job's (priority.CpuPriority)
     niced: bool = False
     on_destroy: Callable[[], None] | None = None
     reader: FrameReader = field(default_factory=lambda: FrameReader(max_payload=lambda h: 0))
@@ -129,8 +129,7 @@ class ContainerSpawned:
     def foreground(self) -> None:
         """Its job's CPU shares: asked of the engine off the job's path (a call takes tens
         of milliseconds; shares only matter while the CPU is contended)."""
-        if self.niced:
-            self.niced = False
+        if self.take_foreground() is not None:
             _priorities.submit(self._foreground)
 
     def take_foreground(self) -> int | None:
