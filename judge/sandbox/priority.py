@@ -17,7 +17,9 @@ class CpuPriority(IntEnum):
     CPU."""
 
     BACKGROUND = 2
-    YIELD = 128  # a job behind one per core that came first (judge/sandbox/turns.py)
+    # A job behind one per core that came first (judge/sandbox/turns.py): it uses what those
+    # leave idle and takes next to nothing from them.
+    YIELD = 16
     NORMAL = 1024
     LIGHT = 4096
 
