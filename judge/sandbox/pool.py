@@ -37,6 +37,12 @@ from judge.sandbox.turns import Turn, Turns
 log = logging.getLogger("tensorjudge.pool")
 
 
+# A sandbox that imports nothing ahead holds an interpreter and NumPy: about 25 MB in a
+# container, a few MB forked. Guessed at a framework's 400 MB, the spares of that one kind
+# took over half of the default budget where the footprint cannot be read.
+LIGHT_FOOTPRINT = 48 << 20
+
+
 @dataclass
 class _Slot:
     kind: Kind
@@ -48,8 +54,13 @@ class _Slot:
     last_demand: float = 0.0
     demand: int = 0
     waiting: int = 0  # jobs blocked in acquire() for this key
-    # Memory a prepared sandbox of this key was seen to hold (a guess until one is seen).
+    # Memory a prepared sandbox of this key was seen to hold (a guess until one is seen, or
+    # for good where the backend cannot tell: a judge in a container of its own).
     footprint: int = 400 << 20
+
+    def __post_init__(self) -> None:
+        if self.kind.light:
+            self.footprint = LIGHT_FOOTPRINT
     # How long the latest prepared sandboxes of this key took to be ready (seconds).
     prepare_s: deque[float] = field(default_factory=lambda: deque(maxlen=4))
 

@@ -354,3 +354,24 @@ def test_a_spares_job_runs_at_its_shares_and_memory_from_its_first_instruction()
     finally:
         pool.close()
 
+
+
+def test_the_pool_counts_the_memory_a_container_spare_holds():
+    """A spare container's memory is read from its cgroup on the host: the pool's budget
+    counts what spares hold. Counted at the pool's guess for an unseen kind (400 MB), three
+    NumPy spares took more than half of the default budget, and a Flax Submit found too few
+    spares to be cut in two."""
+    from judge.sandbox import SandboxPool
+
+    docker_engine.images()
+    backend = _backend()
+    pool = SandboxPool(backend, per_key=1)
+    try:
+        pool.prewarm(Kind(), 256 << 20)
+        assert pool.wait_ready(1, 120)
+        [spare] = pool.idle()
+        held = spare.memory_bytes()
+        assert held is not None and 1 << 20 < held < 200 << 20, held
+        assert 0 < pool.idle_memory_bytes() < 200 << 20
+    finally:
+        pool.close()

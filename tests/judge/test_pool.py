@@ -524,3 +524,21 @@ def test_jobs_behind_one_per_core_yield_until_those_before_them_end():
             t.join(10)
         p.close()
     assert p.turns.enter(light=False).priority is CpuPriority.NORMAL  # every job left
+
+
+def test_where_no_footprint_can_be_read_spares_that_import_nothing_count_small():
+    """A backend that cannot say what a spare holds (a judge in a container of its own): a
+    kind importing nothing is counted at a few tens of MB, not at a framework's guess. At
+    400 MB each, three NumPy spares left a 1.4 GB budget no room for a Flax spare."""
+    stub = _StubSandbox()
+    stub.release.set()
+    p = SandboxPool(stub, per_key=3, max_idle=6, max_idle_bytes=1400 << 20,  # type: ignore[arg-type]
+                    spawners=2)
+    try:
+        p.prewarm(Kind(), 1 << 20)
+        assert p.wait_ready(3, 10)
+        p.prewarm(_kind("flax"), 1 << 20)
+        assert p.wait_ready(6, 10)
+        assert len(p._slots[_kind("flax").key].ready) == 3  # noqa: SLF001
+    finally:
+        p.close()

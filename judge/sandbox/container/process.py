@@ -152,6 +152,20 @@ class ContainerProcess:
     def computing(self) -> bool:
         return self._cgroup not in (None, Path()) and group_computing(self._cgroup)
 
+    def memory_bytes(self) -> int | None:
+        """Memory charged to the container now, from its memory cgroup where this host shows
+        it (as cpu_seconds); None elsewhere."""
+        cid = self.cid
+        for place, name in ((f"memory/docker/{cid}", "memory.usage_in_bytes"),
+                            (f"memory/system.slice/docker-{cid}.scope", "memory.usage_in_bytes"),
+                            (f"docker/{cid}", "memory.current"),
+                            (f"system.slice/docker-{cid}.scope", "memory.current")):
+            try:
+                return int((CGROUP_ROOT / place / name).read_text())
+            except (OSError, ValueError):
+                continue
+        return None
+
     def poll(self) -> int | None:
         if self.returncode is None and self.ended.is_set():
             self._take_status()

@@ -124,7 +124,9 @@ class ContainerSpawned:
         return self.proc.computing()
 
     def memory_bytes(self) -> int | None:
-        return None  # asking the engine costs a second per container: the pool's guess stands
+        # Read on the host (asking the engine costs a second per container); where the host
+        # does not show it, the pool's guess stands.
+        return self.proc.memory_bytes()
 
     def foreground(self) -> None:
         """Its job's CPU shares: asked of the engine off the job's path (a call takes tens
