@@ -57,12 +57,12 @@ class _Slot:
     # Memory a prepared sandbox of this key was seen to hold (a guess until one is seen, or
     # for good where the backend cannot tell: a judge in a container of its own).
     footprint: int = 400 << 20
+    # How long the latest prepared sandboxes of this key took to be ready (seconds).
+    prepare_s: deque[float] = field(default_factory=lambda: deque(maxlen=4))
 
     def __post_init__(self) -> None:
         if self.kind.light:
             self.footprint = LIGHT_FOOTPRINT
-    # How long the latest prepared sandboxes of this key took to be ready (seconds).
-    prepare_s: deque[float] = field(default_factory=lambda: deque(maxlen=4))
 
 
 def _cheap(slot: _Slot) -> bool:

@@ -3,13 +3,15 @@ folders' verdicts, the limits hold, and no container outlives its job."""
 
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import Iterator
 
 import pytest
 
 from judge.engine import judge
 from judge.package import discover, load_package
-from judge.sandbox import SandboxConfig, SandboxUnavailable, open_sandbox
+from judge.sandbox import SandboxConfig, SandboxPool, SandboxUnavailable, open_sandbox
 from judge.sandbox.container.sandbox import ContainerConfig, ContainerSandbox
 from judge.sandbox.job import Kind
 from judge.validate import validate
@@ -312,21 +314,29 @@ def test_a_live_judge_removes_a_container_a_killed_one_never_started(monkeypatch
         live.close()
 
 
+@contextlib.contextmanager
+def _one_light_spare() -> Iterator[SandboxPool]:
+    """A pool over the docker backend holding one prepared spare of the kind that imports
+    nothing (256 MB)."""
+    docker_engine.images()
+    pool = SandboxPool(_backend(), per_key=1)
+    try:
+        pool.prewarm(Kind(), 256 << 20)
+        assert pool.wait_ready(1, 120)
+        yield pool
+    finally:
+        pool.close()
+
+
 def test_a_spares_job_runs_at_its_shares_and_memory_from_its_first_instruction():
     """A spare prepares at the lowest CPU shares under a looser memory limit; its job's
     shares and memory limit are asked of the engine in one call before the job is sent
     (raised off the job's path instead, the light job of a fresh start ran at the lowest
     shares meanwhile, behind every other container)."""
-    from judge.sandbox import SandboxPool
     from judge.sandbox.priority import CpuPriority
 
-    docker_engine.images()
-    backend = _backend()
-    pool = SandboxPool(backend, per_key=1)
-    try:
-        pool.prewarm(Kind(), 256 << 20)
-        assert pool.wait_ready(1, 120)
-        [spare] = docker_engine.sandbox_containers(backend.owner)
+    with _one_light_spare() as pool:
+        [spare] = docker_engine.sandbox_containers(pool.backend.owner)
         api = docker_engine.client().api
         host = api.inspect_container(spare["Id"])["HostConfig"]
         assert (host["CpuShares"], host["Memory"]) == (CpuPriority.BACKGROUND, 256 << 20)
@@ -351,9 +361,6 @@ def test_a_spares_job_runs_at_its_shares_and_memory_from_its_first_instruction()
         container_sandbox._priorities.submit(time.sleep, 3.0)
         result = judge(load_package(FIXTURES / "double"), probe, pool)
         assert result.verdict is Verdict.AC, result.tests[0].message
-    finally:
-        pool.close()
-
 
 
 def test_the_pool_counts_the_memory_a_container_spare_holds():
@@ -361,17 +368,8 @@ def test_the_pool_counts_the_memory_a_container_spare_holds():
     counts what spares hold. Counted at the pool's guess for an unseen kind (400 MB), three
     NumPy spares took more than half of the default budget, and a Flax Submit found too few
     spares to be cut in two."""
-    from judge.sandbox import SandboxPool
-
-    docker_engine.images()
-    backend = _backend()
-    pool = SandboxPool(backend, per_key=1)
-    try:
-        pool.prewarm(Kind(), 256 << 20)
-        assert pool.wait_ready(1, 120)
+    with _one_light_spare() as pool:
         [spare] = pool.idle()
         held = spare.memory_bytes()
         assert held is not None and 1 << 20 < held < 200 << 20, held
         assert 0 < pool.idle_memory_bytes() < 200 << 20
-    finally:
-        pool.close()
