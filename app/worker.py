@@ -152,8 +152,18 @@ class WorkerThread(threading.Thread):
         return timeout
 
     def process(self, job: Job) -> None:
-        ctx = self.ctx
         self.current, self.job = job.submission_id, job
+        with self.pool.judgement():
+            outcome, verdict, judge_ms = self._judge_and_write(job)
+        self.current, self.job = None, None
+        self.judged += outcome == "done"
+        log.info("judged", extra={"submission": job.submission_id, "worker": self.name,
+                                  "verdict": verdict, "outcome": outcome,
+                                  "ms": round(judge_ms, 1)})
+
+    def _judge_and_write(self, job: Job) -> tuple[str, str, float]:
+        """The judgement and the writing of its result: (outcome, verdict, judge_ms)."""
+        ctx = self.ctx
         t0 = time.monotonic()
         log.info("judging", extra={"submission": job.submission_id, "worker": self.name,
                                    "attempt": job.attempts, "mode": job.mode})
@@ -186,12 +196,7 @@ class WorkerThread(threading.Thread):
                 keeper.stop()
         judge_ms = (time.monotonic() - t0) * 1000.0
         result["timing"] = timing.in_queue(job.queue_ms, judge_ms).to_dict()
-        outcome = self._complete(job, result, judge_ms)
-        self.current, self.job = None, None
-        self.judged += outcome == "done"
-        log.info("judged", extra={"submission": job.submission_id, "worker": self.name,
-                                  "verdict": result["verdict"], "outcome": outcome,
-                                  "ms": round(judge_ms, 1)})
+        return self._complete(job, result, judge_ms), str(result["verdict"]), judge_ms
 
     def _may_split(self) -> bool:
         """A second sandbox for this job only when no other job of this process is being
@@ -314,6 +319,12 @@ class WorkerPool:
             log.warning("cannot list problems to prepare sandboxes", extra={"error": str(e)})
             return
         prepare_problems(self.sandbox, packages, self.stopping, self.startup)
+
+    def judgement(self) -> AbstractContextManager[Any]:
+        """Around one judgement and the writing of its result: the sandbox pool's upkeep that
+        would compete with it waits (SandboxPool.judgement)."""
+        judgement = getattr(self.sandbox, "judgement", None)
+        return nullcontext() if judgement is None else judgement()
 
     def serving(self, package: Any) -> AbstractContextManager[Any]:
         """Around one judgement: the start-up work gives way to it."""

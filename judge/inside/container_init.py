@@ -11,9 +11,11 @@ stdin is the judge's attach connection, forwarded to the runner through a pipe (
 reads its two messages and closes its end). The judge never closes it; its end of file means
 the judge is gone (or has destroyed the sandbox): the runner is killed and this process exits,
 so the engine removes the container (it is started with auto-remove) at once rather than
-when MAX_LIFE_S is up. It exits with the runner's status (128 + N for a signal, as a shell
-would). It holds nothing the submission does not already have: forging a record only garbles
-the submission's own result.
+when MAX_LIFE_S is up. Once the runner has ended, this process reports its status (128 + N
+for a signal, as a shell would) and waits for that end of file before it exits with that
+status: the engine's teardown of the container then comes when the judge is done with it
+(after the verdict is out), not beside the verdict's last steps. It holds nothing the
+submission does not already have: forging a record only garbles the submission's own result.
 """
 
 import contextlib
@@ -99,6 +101,12 @@ def main() -> None:
     pipes = {OUT: os.pipe(), ERR: os.pipe(), CHAN: os.pipe()}
     stdin_r, stdin_w = os.pipe()
     to_runner = [stdin_w]  # until the runner closes its end
+    # The runner's end wakes the loop at once (not at its next sample): a byte on this pipe.
+    child_r, child_w = os.pipe()
+    for fd in (child_r, child_w):
+        os.set_blocking(fd, False)
+    signal.set_wakeup_fd(child_w)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
     pid = os.fork()
     if pid == 0:
         os.dup2(stdin_r, 0)
@@ -132,7 +140,7 @@ def main() -> None:
             if memory.pressing() != pressing:
                 pressing = not pressing
                 _state(pressing=pressing)
-        watched = list(readers) + ([] if judge_gone else [0])
+        watched = [*readers, child_r] + ([] if judge_gone else [0])
         ready, can_write, _ = select.select(watched, to_runner if pending else [], [],
                                             SAMPLE_S)
         if can_write:
@@ -145,6 +153,10 @@ def main() -> None:
                 to_runner.clear()
                 pending.clear()
         for fd in ready:
+            if fd == child_r:
+                with contextlib.suppress(BlockingIOError):
+                    os.read(child_r, 256)
+                continue
             data = os.read(fd, 1 << 16)
             if fd == 0:
                 if not data:
@@ -166,11 +178,19 @@ def main() -> None:
             if done == pid:
                 status = st
                 drain_until = time.monotonic() + 0.5
+                # Whatever the runner left running ends with it, as it would with the
+                # container; its pipes then close once what was written is read.
+                with contextlib.suppress(OSError):
+                    os.kill(-1, signal.SIGKILL)
     if status is None:
         _, status = os.waitpid(pid, 0)
     code = 128 + os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
     with contextlib.suppress(OSError):
         _state(exit=code, oom_killed=(memory.oom_kills() or 0) > oom_before)
+    while not judge_gone and time.monotonic() < end:
+        ready, _, _ = select.select([0], [], [], end - time.monotonic())
+        if ready and not os.read(0, 1 << 16):
+            judge_gone = True
     os._exit(code)
 
 

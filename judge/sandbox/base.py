@@ -54,6 +54,9 @@ class Started(Protocol):
 # How a backend gets another sandbox of a kind while it runs a job (a pool's prepared one, or
 # a fresh one): where a job must run again in another kind of sandbox.
 Acquire = Callable[[Kind, int], Started]
+# What a backend does with a sandbox whose run finished (its runner reported a final frame):
+# hands it to the pool, which destroys it off the verdict's path.
+Retire = Callable[[Started], None]
 
 
 class Backend(Protocol):
@@ -61,6 +64,10 @@ class Backend(Protocol):
     what the backend's own spawn() returned (each backend has its own)."""
 
     name: str  # bwrap | docker: what judged a submission, in its result
+    # Whether starting and tearing down its sandboxes is the host's own work (a container
+    # engine's, at the host's priority, where no sandbox's CPU weight reaches): then a pool
+    # does it once a judgement is over, not beside it (SandboxPool.judgement).
+    upkeep_after_judgement: bool
 
     def route(self, job: Job) -> Kind:
         """The kind of sandbox this job is started in: the job's own, or a variant of it
@@ -78,9 +85,10 @@ class Backend(Protocol):
         ...
 
     def execute(self, sp: Any, job: Job, tests_args: list[dict], plan: RunPlan,
-                acquire: Acquire) -> RawRun:
-        """Run the job in the started sandbox `sp` and destroy it; `acquire` gives another
-        sandbox where the backend must run the job again."""
+                acquire: Acquire, retire: Retire) -> RawRun:
+        """Run the job in the started sandbox `sp`, then destroy it, or `retire` it where its
+        run finished; `acquire` gives another sandbox where the backend must run the job
+        again."""
         ...
 
     def fill_compile_cache(self, kind: Kind, memory_bytes: int) -> bool: ...

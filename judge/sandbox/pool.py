@@ -24,7 +24,9 @@ import logging
 import threading
 import time
 from collections import OrderedDict, deque
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from judge.sandbox.ahead import Ahead
@@ -41,6 +43,9 @@ log = logging.getLogger("tensorjudge.pool")
 # container, a few MB forked. Guessed at a framework's 400 MB, the spares of that one kind
 # took over half of the default budget where the footprint cannot be read.
 LIGHT_FOOTPRINT = 48 << 20
+# Where the pool's upkeep waits for a judgement (upkeep_after_judgement): the pause after its
+# end for its verdict to reach those waiting for it (their answers take milliseconds).
+UPKEEP_GRACE_S = 0.2
 
 
 @dataclass
@@ -99,6 +104,15 @@ class SandboxPool:
         # Spares of a kind a cut never takes: where a sandbox takes seconds to start (a
         # container), a wrong answer's probes, right after its parts, find one ready.
         self.split_reserve = split_reserve
+        # Spares are replaced, and the sandboxes of finished runs destroyed, once no
+        # judgement is in progress or when one ends (`judgement`), not beside one, where the
+        # backend says so (Backend.upkeep_after_judgement).
+        self.upkeep_after_judgement = backend.upkeep_after_judgement
+        self._judging = 0  # judgements in progress (`judgement`)
+        self._deferred = False  # a refill waits for one to end
+        self._retired: list[Started] = []  # finished runs' sandboxes, to destroy after it
+        self._owed = 0  # upkeep due once the verdicts of ended judgements are out
+        self._destroyer = ThreadPoolExecutor(max_workers=2, thread_name_prefix="tj-pool-retire")
         # A job waits for a spare being prepared only when spares of its kind were seen ready
         # within this (then a few times as long at most); else it starts its own at once.
         self.spare_wait_s = spare_wait_s
@@ -131,11 +145,36 @@ class SandboxPool:
         """The job as the backend starts it (its kind, or a variant the backend prefers)."""
         return job.of_kind(self.backend.route(job))
 
+    @contextmanager
+    def judgement(self) -> Iterator[None]:
+        """Around one judgement, on the thread that judges it: a worker's covers the delivery
+        of its verdict too; `run` opens one where none is open (see upkeep_after_judgement)."""
+        depth = getattr(self._local, "depth", 0)
+        self._local.depth = depth + 1
+        if depth == 0:
+            with self._lock:
+                self._judging += 1
+        try:
+            yield
+        finally:
+            self._local.depth = depth
+            if depth == 0:
+                with self._lock:
+                    self._judging -= 1
+                    if self._deferred or self._retired:
+                        self._deferred = False
+                        self._owed += 1
+                        threading.Timer(UPKEEP_GRACE_S, self._upkeep).start()
+
     def run(self, job: Job, tests_args: list[dict], plan: RunPlan) -> RawRun:
         """Run a job that `route` gave in a sandbox of its kind. A time-out in a sandbox
         without the warm-up (Kind.plain), where the job compiled what a warm-up does ahead,
         is met again in a sandbox of the kind that runs the warm-up (a prepared one if one
         is ready, else one started at once at normal priority): its run gives the verdict."""
+        with self.judgement():
+            return self._run(job, tests_args, plan)
+
+    def _run(self, job: Job, tests_args: list[dict], plan: RunPlan) -> RawRun:
         self._local.fell_back = None
         # Its place in line, which every sandbox it takes (and a fork server it waits for)
         # follows until it ends.
@@ -163,7 +202,7 @@ class SandboxPool:
         with self._lock:
             self._active += 1
         try:
-            return self.backend.execute(sp, job, tests_args, plan, self.acquire)
+            return self.backend.execute(sp, job, tests_args, plan, self.acquire, self._retire)
         finally:
             with self._lock:
                 self._active -= 1
@@ -359,11 +398,39 @@ class SandboxPool:
         with self._lock:
             self._spawn_soon()
 
-    def _spawn_soon(self) -> None:
-        """Called with the lock held: start spawns for keys below their target. While jobs
-        wait for a sandbox, only their keys get one: a spare of another kind would take CPU
-        from them now and, in a backlog, be evicted unused later."""
+    def _retire(self, sp: Started) -> None:
+        """A finished run's sandbox: destroyed now, off the verdict's path, or once the
+        judgement is over (upkeep_after_judgement)."""
+        with self._lock:
+            if self.upkeep_after_judgement and self._judging and not self._closed:
+                self._retired.append(sp)
+                return
+        self._destroy_soon([sp])
+
+    def _destroy_soon(self, sandboxes: list[Started]) -> None:
+        for sp in sandboxes:
+            try:
+                self._destroyer.submit(sp.destroy)
+            except RuntimeError:  # closed meanwhile
+                sp.destroy()
+
+    def _upkeep(self) -> None:
+        """What ended judgements left to do, now that their verdicts are out."""
+        with self._lock:
+            self._owed -= 1
+            retired, self._retired = self._retired, []
+            self._spawn_soon(now=True)
+        self._destroy_soon(retired)
+
+    def _spawn_soon(self, *, now: bool = False) -> None:
+        """Called with the lock held: start spawns for keys below their target (`now`: even
+        beside a judgement). While jobs wait for a sandbox, only their keys get one: a spare
+        of another kind would take CPU from them now and, in a backlog, be evicted unused
+        later."""
         if self._closed:
+            return
+        if self.upkeep_after_judgement and self._judging and not now:
+            self._deferred = True
             return
         keys = self._wanted()
         backlog = [k for k in keys if self._slots[k].waiting]
@@ -424,8 +491,10 @@ class SandboxPool:
             time.sleep(0.5)  # a host that cannot spawn should not be hammered
 
     def spawning(self) -> int:
+        """Spares being prepared, and upkeep due (upkeep_after_judgement) counted as one."""
         with self._lock:
-            return sum(s.spawning for s in self._slots.values())
+            due = self._owed + self._deferred
+            return sum(s.spawning for s in self._slots.values()) + due
 
     def idle(self) -> list[Started]:
         with self._lock:
@@ -464,6 +533,8 @@ class SandboxPool:
             self._closed = True
             victims = [sp for s in self._slots.values() for sp in s.ready]
             victims += self._ahead.close()
+            victims += self._retired
+            self._retired = []
             for s in self._slots.values():
                 s.ready.clear()
             self._lock.notify_all()
@@ -474,5 +545,6 @@ class SandboxPool:
             while self._active and time.monotonic() < deadline:
                 self._lock.wait(timeout=0.5)
         self._spawners.shutdown(wait=True, cancel_futures=True)
+        self._destroyer.shutdown(wait=True)
         # Spawns that were in flight when we closed are destroyed by _spawn_one.
         self.backend.close()

@@ -328,18 +328,36 @@ def _one_light_spare() -> Iterator[SandboxPool]:
         pool.close()
 
 
-def test_a_spares_job_runs_at_its_shares_and_memory_from_its_first_instruction():
+@pytest.mark.parametrize("where", ["host", "engine"])
+def test_a_spares_job_runs_at_its_shares_and_memory_from_its_first_instruction(
+        where, monkeypatch):
     """A spare prepares at the lowest CPU shares under a looser memory limit; its job's
-    shares and memory limit are asked of the engine in one call before the job is sent
-    (raised off the job's path instead, the light job of a fresh start ran at the lowest
-    shares meanwhile, behind every other container)."""
+    shares and memory limit hold from its first instruction. A judge on the engine's host
+    writes them in the container's cgroups (a call to the engine is tens of milliseconds of
+    its work beside the job); one that sees none of them (`engine`: a judge in a container)
+    asks the engine, in one call made before the job is sent (raised off the job's path
+    instead, the light job of a fresh start ran at the lowest shares meanwhile)."""
+    from judge.sandbox.container import host_cgroups
     from judge.sandbox.priority import CpuPriority
 
+    if where == "engine":
+        monkeypatch.setattr(host_cgroups.HostCgroups, "find", classmethod(
+            lambda cls, cid: cls(cid, 1, None, None, None)))
     with _one_light_spare() as pool:
         [spare] = docker_engine.sandbox_containers(pool.backend.owner)
         api = docker_engine.client().api
         host = api.inspect_container(spare["Id"])["HostConfig"]
-        assert (host["CpuShares"], host["Memory"]) == (CpuPriority.BACKGROUND, 256 << 20)
+        assert host["Memory"] == 256 << 20
+        if where == "host":  # (the engine is asked for a prepared spare's off any path)
+            assert host["CpuShares"] == CpuPriority.BACKGROUND
+        asked: list[dict] = []
+        engine_update = pool.backend.api.update_container
+
+        def update(cid, **limits):
+            asked.append(limits)
+            return engine_update(cid, **limits)
+
+        monkeypatch.setattr(pool.backend.api, "update_container", update)
         # The job reads its own shares and memory limit at its first instruction (cgroup v1
         # or v2); the fixture's limit is 512 MB.
         light = (int(CpuPriority.LIGHT), CpuPriority.LIGHT.weight)
@@ -360,7 +378,13 @@ def test_a_spares_job_runs_at_its_shares_and_memory_from_its_first_instruction()
 
         container_sandbox._priorities.submit(time.sleep, 3.0)
         result = judge(load_package(FIXTURES / "double"), probe, pool)
-        assert result.verdict is Verdict.AC, result.tests[0].message
+        assert result.verdict is Verdict.AC, (result.tests[0].message, asked)
+        job_limits = [a for a in asked if "mem_limit" in a]
+        if where == "host":
+            assert job_limits == []
+        else:
+            assert [(a["mem_limit"], a["memswap_limit"]) for a in job_limits] == [
+                (512 << 20, 512 << 20)]
 
 
 def test_the_pool_counts_the_memory_a_container_spare_holds():
@@ -373,3 +397,33 @@ def test_the_pool_counts_the_memory_a_container_spare_holds():
         held = spare.memory_bytes()
         assert held is not None and 1 << 20 < held < 200 << 20, held
         assert 0 < pool.idle_memory_bytes() < 200 << 20
+
+
+def test_a_finished_runs_container_waits_quietly_for_the_judgement_to_end():
+    """The engine tears down a finished run's container once the judge is done with it,
+    after the judgement (the teardown is the engine's work, at the host's priority, and
+    slowed the verdict's delivery); meanwhile nothing the submission started runs in it."""
+    # A child forked by the submission outlives the runner, computing.
+    code = ("import os\n"
+            "if os.fork() == 0:\n"
+            "    while True:\n"
+            "        pass\n"
+            "def double(x):\n"
+            "    return (2 * x).reshape(-1)\n")
+    with _one_light_spare() as pool:
+        [spare] = pool.idle()
+        with pool.judgement():
+            result = judge(load_package(FIXTURES / "double"), code, pool)
+            assert result.verdict is Verdict.AC, result.tests[0].message
+            ids = {c["Id"] for c in docker_engine.sandbox_containers(pool.backend.owner)}
+            assert spare.cid in ids, "torn down before the judgement ended"
+            spent = spare.cpu_seconds()
+            assert spent is not None, "its cgroup is gone: torn down already"
+            time.sleep(1.0)
+            assert spare.cpu_seconds() - spent < 0.1, "the forked child still runs"
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and spare.cid in {
+                c["Id"] for c in docker_engine.sandbox_containers(pool.backend.owner)}:
+            time.sleep(0.1)
+        assert spare.cid not in {
+            c["Id"] for c in docker_engine.sandbox_containers(pool.backend.owner)}

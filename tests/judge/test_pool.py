@@ -118,6 +118,7 @@ class _StubSpawned:
         self.hurried = threading.Event()
         self.warm_ms: float | None = None
         self.weights: list[CpuPriority] = []
+        self.destroyed = False
 
     def foreground(self) -> None:
         self.niced = False
@@ -133,7 +134,7 @@ class _StubSpawned:
         return None
 
     def destroy(self) -> None:
-        pass
+        self.destroyed = True
 
 
 class _StubSandbox:
@@ -147,6 +148,7 @@ class _StubSandbox:
         self.release = threading.Event()
         self.closed = False
         self.name = "stub"
+        self.upkeep_after_judgement = False
         self.cached: set[str] = set()  # warm-ups the compilation cache holds
         self.kinds: dict[int, Kind] = {}
         # Whether it has a place of its own to import libraries ahead (a fork server).
@@ -189,7 +191,7 @@ class _StubSandbox:
         return ok
 
     def execute(self, sp: _StubSpawned, job: Job, tests_args: list, plan: object,
-                acquire: object) -> RawRun:
+                acquire: object, retire: object) -> RawRun:
         self.release.wait(30)  # a job runs until released
         return RawRun()
 
@@ -440,7 +442,7 @@ def test_a_time_out_without_the_warm_up_is_met_again_with_the_warm_up():
             self.ran: list[Kind] = []
 
         def execute(self, sp: _StubSpawned, job: Job, tests_args: list, plan: object,
-                    acquire: object) -> RawRun:
+                    acquire: object, retire: object) -> RawRun:
             self.ran.append(self.kinds[id(sp)])
             return RawRun(timed_out=sp.key == "?")
 
@@ -542,3 +544,53 @@ def test_where_no_footprint_can_be_read_spares_that_import_nothing_count_small()
         assert len(p._slots[_kind("flax").key].ready) == 3  # noqa: SLF001
     finally:
         p.close()
+
+
+class _FinishingStub(_StubSandbox):
+    """Every run finishes (its runner's final frame came): the backend retires its sandbox."""
+
+    def execute(self, sp: _StubSpawned, job: Job, tests_args: list, plan: object,
+                acquire: object, retire) -> RawRun:
+        retire(sp)
+        return RawRun(finished=True)
+
+
+@pytest.mark.timeout(60)
+def test_where_starting_a_sandbox_is_the_hosts_work_the_upkeep_waits_for_the_judgement():
+    """Over a backend whose sandboxes are started and torn down by the host's own processes
+    (a container engine), a spare a job takes is replaced, and the sandbox of its finished
+    run destroyed, once the judgement (the writing of its verdict included) is over: not
+    beside its job, nor while its verdict is delivered. Without that (bubblewrap), at once."""
+    for after in (True, False):
+        stub = _FinishingStub()
+        stub.upkeep_after_judgement = after
+        stub.release.set()
+        p = SandboxPool(stub, per_key=1, max_idle=4)  # type: ignore[arg-type]
+        try:
+            p.prewarm(_kind("k"), 1 << 20)
+            assert p.wait_ready(1, 10)
+            job = Job(_kind("k"), "", "f")
+            plan = RunPlan(time_ms=1000, memory_bytes=1 << 20, output_cap=1, ole_limit=1,
+                           expected_sizes=[])
+            with p.judgement():
+                p.run(job, [], plan)
+                time.sleep(0.5)  # the verdict being written
+                made, used = len(stub.made), stub.made[0]
+                destroyed = used.destroyed
+                assert p.spawning() == (1 if after else 0)  # what a client settling sees
+            if after:
+                assert (made, destroyed) == (1, False), "upkeep beside the judgement"
+                deadline = time.monotonic() + 10
+                while (len(stub.made) < 2 or not used.destroyed) and time.monotonic() < deadline:
+                    time.sleep(0.01)
+                assert len(stub.made) == 2 and used.destroyed, "no upkeep after the judgement"
+            else:
+                assert (made, destroyed) == (2, True)
+            # A run outside any judgement of the caller's is a judgement of its own.
+            p.run(job, [], plan)
+            deadline = time.monotonic() + 10
+            while len(stub.made) < 3 and time.monotonic() < deadline:
+                time.sleep(0.01)
+            assert len(stub.made) == 3 and stub.made[1].destroyed
+        finally:
+            p.close()

@@ -15,16 +15,12 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+from judge.sandbox.cgroup_files import write, write_cpu_weight, write_memory_limit
 from judge.sandbox.priority import CpuPriority
 from judge.sandbox.time_limits import cgroup_cpu_seconds
 
 ROOT = Path("/sys/fs/cgroup")
 PARENT = "tensorjudge"
-
-
-def _write(path: Path, value: str) -> None:
-    with open(path, "w") as f:
-        f.write(value)
 
 
 def _read(path: Path) -> str:
@@ -68,32 +64,12 @@ class Cgroup:
         if self.cpu_dir is None:
             return
         with contextlib.suppress(OSError):
-            if self.version == 2:
-                _write(self.cpu_dir / "cpu.weight", str(priority.weight))
-            else:
-                _write(self.cpu_dir / "cpu.shares", str(priority.value))
+            write_cpu_weight(self.cpu_dir, self.version, priority)
 
     def set_memory_limit(self, memory_bytes: int) -> None:
         """Tighten the limit for the job (a pooled sandbox is prepared under a looser one)."""
-        if self.memory_dir is None:
-            return
-        if self.version == 2:
-            _write(self.memory_dir / "memory.max", str(memory_bytes))
-            return
-        # v1 wants memsw >= limit at every step: order the two writes accordingly.
-        memsw = self.memory_dir / "memory.memsw.limit_in_bytes"
-        limit = self.memory_dir / "memory.limit_in_bytes"
-        current = int(_read(limit) or 0)
-        pairs = [(limit, memory_bytes), (memsw, memory_bytes)]
-        if memory_bytes > current:
-            pairs.reverse()
-        for path, value in pairs:
-            if path.exists():
-                try:
-                    _write(path, str(value))
-                except OSError:
-                    if path == limit:
-                        raise
+        if self.memory_dir is not None:
+            write_memory_limit(self.memory_dir, self.version, memory_bytes)
 
     def oom_killed(self) -> bool:
         if self.memory_dir is None:
@@ -192,7 +168,7 @@ class Cgroup:
     def kill_all(self) -> None:
         if self.version == 2 and (self.dirs[0] / "cgroup.kill").exists():
             with contextlib.suppress(OSError):
-                _write(self.dirs[0] / "cgroup.kill", "1")
+                write(self.dirs[0] / "cgroup.kill", "1")
         for _ in range(50):
             pids = self.pids()
             if not pids:
@@ -242,16 +218,16 @@ class CgroupManager:
             parent = self.root / PARENT
             try:
                 parent.mkdir(exist_ok=True)
-                _write(self.root / "cgroup.subtree_control", "+memory +pids")
-                _write(parent / "cgroup.subtree_control", "+memory +pids")
+                write(self.root / "cgroup.subtree_control", "+memory +pids")
+                write(parent / "cgroup.subtree_control", "+memory +pids")
             except OSError as e:
                 self.reason = f"cgroup v2 not delegable here: {e}"
                 return
             self.version = 2
             if "cpu" in controllers:
                 with contextlib.suppress(OSError):
-                    _write(self.root / "cgroup.subtree_control", "+cpu")
-                    _write(parent / "cgroup.subtree_control", "+cpu")
+                    write(self.root / "cgroup.subtree_control", "+cpu")
+                    write(parent / "cgroup.subtree_control", "+cpu")
                     self.cpu = True
             return
         mem, pids = self.root / "memory", self.root / "pids"
@@ -336,22 +312,22 @@ class CgroupManager:
         if self.version == 2:
             d = self.root / PARENT / name
             d.mkdir()
-            _write(d / "memory.max", str(memory_bytes))
+            write(d / "memory.max", str(memory_bytes))
             if (d / "memory.swap.max").exists():
-                _write(d / "memory.swap.max", "0")
+                write(d / "memory.swap.max", "0")
             if (d / "memory.oom.group").exists():
-                _write(d / "memory.oom.group", "1")
-            _write(d / "pids.max", str(max_pids))
+                write(d / "memory.oom.group", "1")
+            write(d / "pids.max", str(max_pids))
             return Cgroup(2, [d], [d / "cgroup.procs"], d, d if self.cpu else None, d)
         mem = self.root / "memory" / PARENT / name
         pids = self.root / "pids" / PARENT / name
         mem.mkdir()
         pids.mkdir()
-        _write(mem / "memory.limit_in_bytes", str(memory_bytes))
+        write(mem / "memory.limit_in_bytes", str(memory_bytes))
         if (mem / "memory.memsw.limit_in_bytes").exists():
             with contextlib.suppress(OSError):
-                _write(mem / "memory.memsw.limit_in_bytes", str(memory_bytes))
-        _write(pids / "pids.max", str(max_pids))
+                write(mem / "memory.memsw.limit_in_bytes", str(memory_bytes))
+        write(pids / "pids.max", str(max_pids))
         group = Cgroup(1, [mem, pids], [mem / "cgroup.procs", pids / "cgroup.procs"], mem)
         for controller, wanted in (("cpu", self.cpu), ("cpuacct", self.cpuacct)):
             if not wanted:

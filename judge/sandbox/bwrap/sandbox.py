@@ -19,7 +19,6 @@ import sys
 import sysconfig
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,6 +28,7 @@ from judge.sandbox.base import (
     XLA_CACHE_IN_SANDBOX,
     Acquire,
     CpuPriority,
+    Retire,
     SandboxUnavailable,
     host_env,
     sandbox_env,
@@ -55,7 +55,6 @@ _uid_counter = itertools.count()
 UIDS_PER_PROCESS = 256
 PID_SPACE = 1 << 22  # Linux's largest pid_max
 # Tears down sandboxes whose job is over, off the path to the verdict.
-_reaper = ThreadPoolExecutor(max_workers=2, thread_name_prefix="tj-sandbox-reaper")
 _uid_lock = threading.Lock()
 FILL_UID_OFFSET = -1  # uid_base + this: the one uid allowed to write the compilation cache
 
@@ -92,6 +91,7 @@ def python_runtime() -> tuple[Path, list[Path]]:
 
 class BwrapSandbox:
     name = "bwrap"
+    upkeep_after_judgement = False  # a fork and a kill, at a spare's weight
 
     def __init__(self, config: BwrapConfig | None = None):
         self.config = config or BwrapConfig()
@@ -326,12 +326,12 @@ class BwrapSandbox:
         return self.warm_routing.route(job)
 
     def execute(self, sp: Spawned, job: Job, tests_args: list[dict], plan: RunPlan,
-                acquire: Acquire) -> RawRun:
+                acquire: Acquire, retire: Retire) -> RawRun:
         """Send the job to a spawned sandbox, watch it, then destroy the sandbox. A job that a
         sandbox forked warm hands back runs again, from its start, in one that `acquire`
         gives, of the same kind preparing itself (warm.py): nothing of the first run counts
         but whether it timed out."""
-        raw = self._execute(sp, job, tests_args, plan)
+        raw = self._execute(sp, job, tests_args, plan, retire)
         if not sp.warmed:
             return raw
         handed_back = hand_back(raw)
@@ -344,11 +344,12 @@ class BwrapSandbox:
         kind = sp.kind.preparing_itself()
         rerun = acquire(kind, plan.memory_bytes)
         assert isinstance(rerun, Spawned)  # a pool over this backend gives its own sandboxes
-        again = self._execute(rerun, job, tests_args, plan)
+        again = self._execute(rerun, job, tests_args, plan, retire)
         again.rerun_after_timeout = raw.timed_out
         return again
 
-    def _execute(self, sp: Spawned, job: Job, tests_args: list[dict], plan: RunPlan) -> RawRun:
+    def _execute(self, sp: Spawned, job: Job, tests_args: list[dict], plan: RunPlan,
+                 retire: Retire) -> RawRun:
         msg = base.job_message(job, plan, seccomp=self.config.seccomp,
                                rlimits=self.rlimits(plan))
         cgroup = sp.cgroup
@@ -373,7 +374,7 @@ class BwrapSandbox:
                            self.config.startup_timeout_s)
         raw.memory_bound = any(pressing) or (raw.timeout_limit == "wall_guard" and any(stalled))
         if raw.finished:
-            _reaper.submit(sp.destroy)
+            retire(sp)
         else:
             sp.destroy()
             raw.oom_killed = sp.oom_killed

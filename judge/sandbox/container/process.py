@@ -19,12 +19,10 @@ import struct
 import subprocess
 import threading
 from collections.abc import Iterator
-from pathlib import Path
 from typing import IO, Any
 
-from judge.sandbox.time_limits import cgroup_cpu_seconds, group_computing
+from judge.sandbox.container.host_cgroups import HostCgroups
 
-CGROUP_ROOT = Path("/sys/fs/cgroup")
 STATE = 4  # container_init's own records
 
 
@@ -62,14 +60,17 @@ class ContainerProcess:
         self.pressing = False
         self.oom_killed = False
         self.reported_exit: int | None = None
-        self._cgroup: Path | None = None
+        self._groups: HostCgroups | None = None
         out_r, self._out_w = os.pipe()
         err_r, self._err_w = os.pipe()
         self.chan_r, self._chan_w = os.pipe()
         self.stdin: IO[bytes] | None = _Stdin(sock)  # type: ignore[assignment]
         self.stdout: IO[bytes] | None = os.fdopen(out_r, "rb", buffering=0)
         self.stderr: IO[bytes] | None = os.fdopen(err_r, "rb", buffering=0)
-        self.ended = threading.Event()
+        self.ended = threading.Event()  # the container is gone (its stream ended)
+        # Its runner is gone: container_init reported its status (and then waits for the
+        # judge to be done with the container), or the container itself is.
+        self.exited = threading.Event()
         # Set once the run is over: what still comes is dropped, so a reader that stopped
         # reading (output over the limit, say) never blocks the thread that must see the end.
         self.stopped = threading.Event()
@@ -97,21 +98,25 @@ class ContainerProcess:
                 engine += data
                 for stream, chunk in _records(engine, 8):
                     if stream == 2:
-                        self._write(self._err_w, chunk)
+                        if 2 in sinks:
+                            self._write(sinks[2], chunk)
                         continue
                     records += chunk
                     for kind, payload in _records(records, 5):
                         if kind == STATE:
                             self._state(payload)
+                            if self.reported_exit is not None:
+                                # All the runner wrote came before: its streams end here.
+                                _close_all(sinks)
+                                self.exited.set()
                             continue
                         sink = sinks.get(kind)
                         if sink is not None:
                             self._write(sink, payload)
         finally:
-            for fd in sinks.values():
-                with contextlib.suppress(OSError):
-                    os.close(fd)
+            _close_all(sinks)
             self.ended.set()
+            self.exited.set()
 
     def _state(self, payload: bytes) -> None:
         try:
@@ -136,43 +141,34 @@ class ContainerProcess:
             except OSError:
                 return  # the reader is gone: the run is over
 
+    @property
+    def groups(self) -> HostCgroups:
+        """Its cgroups as this host shows them, looked up once (they exist from its start)."""
+        if self._groups is None:
+            self._groups = HostCgroups.find(self.cid)
+        return self._groups
+
     def cpu_seconds(self) -> float | None:
-        """The container's CPU time, from its cgroup where this host shows it (the judge on
-        the Docker host, either cgroup driver); None elsewhere: its limits are then on the
-        wall clock."""
-        if self._cgroup is None:
-            cid = self.cid
-            places = [f"cpuacct/docker/{cid}", f"cpu,cpuacct/docker/{cid}",
-                      f"cpuacct/system.slice/docker-{cid}.scope", f"docker/{cid}",
-                      f"system.slice/docker-{cid}.scope"]
-            self._cgroup = next((CGROUP_ROOT / p for p in places
-                                 if cgroup_cpu_seconds(CGROUP_ROOT / p) is not None), Path())
-        return cgroup_cpu_seconds(self._cgroup) if self._cgroup != Path() else None
+        """The container's CPU time, from its cgroup where this host shows it; None
+        elsewhere: its limits are then on the wall clock."""
+        return self.groups.cpu_seconds()
 
     def computing(self) -> bool:
-        return self._cgroup not in (None, Path()) and group_computing(self._cgroup)
+        return self.groups.computing()
 
     def memory_bytes(self) -> int | None:
-        """Memory charged to the container now, from its memory cgroup where this host shows
-        it (as cpu_seconds); None elsewhere."""
-        cid = self.cid
-        for place, name in ((f"memory/docker/{cid}", "memory.usage_in_bytes"),
-                            (f"memory/system.slice/docker-{cid}.scope", "memory.usage_in_bytes"),
-                            (f"docker/{cid}", "memory.current"),
-                            (f"system.slice/docker-{cid}.scope", "memory.current")):
-            try:
-                return int((CGROUP_ROOT / place / name).read_text())
-            except (OSError, ValueError):
-                continue
-        return None
+        """Memory charged to the container now, where this host shows it; None elsewhere."""
+        return self.groups.memory_bytes()
 
     def poll(self) -> int | None:
-        if self.returncode is None and self.ended.is_set():
+        if self.returncode is None and self.exited.is_set():
             self._take_status()
         return self.returncode
 
     def wait(self, timeout: float | None = None) -> int:
-        if not self.ended.wait(timeout):
+        """Until its runner is gone (the container may stay until the judge is done with it:
+        end_input)."""
+        if not self.exited.wait(timeout):
             raise subprocess.TimeoutExpired("sandbox container", timeout or 0)
         self._take_status()
         assert self.returncode is not None
@@ -203,6 +199,14 @@ class ContainerProcess:
                     f.close()
         with contextlib.suppress(OSError):
             os.close(self.chan_r)
+
+
+def _close_all(fds: dict[int, int]) -> None:
+    """Close the pipe ends and forget them (an fd number closed once may be another's next)."""
+    for fd in fds.values():
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    fds.clear()
 
 
 def _records(buf: bytearray, head: int) -> Iterator[tuple[int, bytes]]:

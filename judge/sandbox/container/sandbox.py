@@ -43,6 +43,7 @@ from judge.sandbox import base, xla_cache
 from judge.sandbox.base import (
     XLA_CACHE_IN_SANDBOX,
     Acquire,
+    Retire,
     SandboxUnavailable,
     sandbox_env,
 )
@@ -63,7 +64,6 @@ DEFAULT_SITE = "/opt/venv/lib/python3.11/site-packages"
 # How often a judge looks for dead judges' containers: a judge killed between creating a
 # container and starting it leaves one that never ends by itself.
 REAP_EVERY_S = 10.0
-_reaper = ThreadPoolExecutor(max_workers=2, thread_name_prefix="tj-container-reaper")
 _priorities = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tj-container-priority")
 
 
@@ -128,32 +128,50 @@ class ContainerSpawned:
         # does not show it, the pool's guess stands.
         return self.proc.memory_bytes()
 
-    def foreground(self) -> None:
-        """Its job's CPU shares: asked of the engine off the job's path (a call takes tens
-        of milliseconds; shares only matter while the CPU is contended)."""
-        if self.take_foreground() is not None:
-            _priorities.submit(self._foreground)
+    def foreground(self, *, wait: bool = False) -> None:
+        """Its job's CPU shares (a spare's are a spare's until it is taken); `wait`: asked of
+        the engine in this thread where it must be (off any job's path)."""
+        if self.niced:
+            self.niced = False
+            self._set_shares(wait=wait)
 
-    def take_foreground(self) -> int | None:
-        """Its job's CPU shares if it still has a spare's (for the caller to ask of the engine
-        in a call it makes anyway), else None."""
-        if not self.niced:
-            return None
-        self.niced = False
-        return int(self.priority)
+    def _set_shares(self, *, wait: bool = False) -> None:
+        """A file write where the host shows its group; else asked of the engine off the job's
+        path (a call takes tens of milliseconds; shares only matter while the CPU is
+        contended)."""
+        if self.proc.groups.set_weight(self.priority):
+            return
+        if wait:
+            self._ask_engine_shares()
+        else:
+            _priorities.submit(self._ask_engine_shares)
 
-    def _foreground(self) -> None:
+    def _ask_engine_shares(self) -> None:
         with contextlib.suppress(Exception):
             self.api.update_container(self.cid, cpu_shares=int(self.priority))
 
+    def set_memory_limit(self, memory_bytes: int) -> None:
+        """The job's own limit (a spare of its kind may have been made for another problem's),
+        with its shares: set on the host where it can be, else asked of the engine, which
+        sets both in one call on the job's path."""
+        if self.proc.groups.set_memory_limit(memory_bytes):
+            self.foreground()
+            return
+        # Its shares too, whatever was asked before: a call queued off the path may not have
+        # been made yet.
+        self.niced = False
+        with contextlib.suppress(Exception):
+            self.api.update_container(self.cid, mem_limit=memory_bytes,
+                                      memswap_limit=memory_bytes,
+                                      cpu_shares=int(self.priority))
+
     def weigh(self, priority: CpuPriority) -> None:
-        """Its job's CPU shares from now on, asked of the engine off the job's path (a
-        spare's go with its job: foreground(), take_foreground())."""
+        """Its job's CPU shares from now on (a spare's go with its job: foreground())."""
         if priority == self.priority:
             return
         self.priority = priority
         if not self.niced:
-            _priorities.submit(self._foreground)
+            self._set_shares()
 
     def kill(self) -> None:
         self.proc.stopped.set()
@@ -187,6 +205,9 @@ class ContainerSandbox:
     # and prepare (without its warm-up the probes would compile their own): a pool over this
     # backend keeps one more of each kind ready, which a cut never takes (split_reserve).
     extra_spares = 1
+    # Starting and tearing down a container is the engine's work (dockerd, containerd, runc),
+    # at the host's priority: done beside a judgement, it slows that judgement.
+    upkeep_after_judgement = True
 
     def __init__(self, config: ContainerConfig | None = None):
         self.config = config or ContainerConfig()
@@ -324,7 +345,15 @@ class ContainerSandbox:
     def compile_cache_holds(self, kind: Kind) -> bool:
         return self.cache_volume is not None and self._filled.holds(kind)
 
-    wait_warm = staticmethod(base.wait_warm)
+    @staticmethod
+    def wait_warm(sp: ContainerSpawned, timeout_s: float) -> bool:
+        """base.wait_warm; a spare that has prepared then takes its job's shares at once
+        (it waits on its input and spends nothing meanwhile), so that the job that takes it
+        asks nothing of the engine on its path."""
+        if not base.wait_warm(sp, timeout_s):
+            return False
+        sp.foreground(wait=True)
+        return True
 
     def route(self, job: Job) -> Kind:
         return job.kind
@@ -397,19 +426,13 @@ class ContainerSandbox:
         return sp
 
     def execute(self, sp: ContainerSpawned, job: Job, tests_args: list[dict], plan: RunPlan,
-                acquire: Acquire) -> RawRun:
-        """Run the job in the container and remove it (`acquire` is not needed: a container
-        always prepares itself)."""
+                acquire: Acquire, retire: Retire) -> RawRun:
+        """Run the job in the container and remove it, or retire it where the run finished
+        (`acquire` is not needed: a container always prepares itself)."""
         msg = base.job_message(job, plan, seccomp=self.config.seccomp,
                                rlimits=base.rlimits(plan, memory_cgroup=True))
         if plan.memory_bytes != sp.memory_limit:
-            # A call to the engine on the job's path anyway: its CPU shares go with it, rather
-            # than after the other containers' calls queued off the path (on a fresh start,
-            # the light job ran at a spare's lowest shares meanwhile).
-            shares = sp.take_foreground()
-            with contextlib.suppress(Exception):
-                self.api.update_container(sp.cid, mem_limit=plan.memory_bytes,
-                                          memswap_limit=plan.memory_bytes, cpu_shares=shares)
+            sp.set_memory_limit(plan.memory_bytes)
         else:
             sp.foreground()
         pressing: list[bool] = []
@@ -422,7 +445,7 @@ class ContainerSandbox:
                            self.config.startup_timeout_s)
         raw.memory_bound = any(pressing)
         if raw.finished:
-            _reaper.submit(sp.destroy)
+            retire(sp)
             return raw
         sp.destroy()
         raw.oom_killed = sp.oom_killed
