@@ -2,10 +2,12 @@
 has no place of its own to import them (a container imports for itself; bubblewrap's fork
 servers import for the sandboxes they fork).
 
-One per set of libraries, started at normal priority when the judge starts (Startup.begin):
-the sandbox a job that finds no spare of its kind would otherwise start on its own path
-(SandboxPool.acquire), with the imports already done. It is used once and not replaced: by
-then the start-up work prepares each kind's spares.
+One per set of libraries, started when the judge starts (Startup.begin): the sandbox a job
+that finds no spare of its kind would otherwise start on its own path (SandboxPool.acquire),
+with the imports already done. It prepares at a spare's weight until a job waits for it, and
+then at that job's: three of them importing at a job's weight on a fresh start took the cores
+from the first jobs, the one a job waited for among them. It is used once and not replaced:
+by then the start-up work prepares each kind's spares.
 """
 
 from __future__ import annotations
@@ -23,7 +25,9 @@ class Ahead:
     def __init__(self, lock: threading.Condition):
         self._lock = lock
         self._ready: dict[tuple[str, ...], Started] = {}
-        self._starting: set[tuple[str, ...]] = set()
+        # Being started: the sandbox once there is one, and whether a job waits for it.
+        self._starting: dict[tuple[str, ...], Started | None] = {}
+        self._awaited: set[tuple[str, ...]] = set()
         self._closed = False
 
     def begin(self, kind: Kind) -> bool:
@@ -31,13 +35,20 @@ class Ahead:
         libs = kind.libraries
         if self._closed or libs in self._ready or libs in self._starting:
             return False
-        self._starting.add(libs)
+        self._starting[libs] = None
         return True
+
+    def spawned(self, kind: Kind, sp: Started) -> None:
+        """The one begun for `kind` is started, preparing niced: hurried if a job waits."""
+        self._starting[kind.libraries] = sp
+        if kind.libraries in self._awaited:
+            _hurry(sp)
 
     def started(self, kind: Kind, sp: Started | None) -> Started | None:
         """The one begun for `kind` is ready (`sp`) or failed (None); returns what the caller
         must destroy instead of keeping (one that came when the pool no longer wants it)."""
-        self._starting.discard(kind.libraries)
+        self._starting.pop(kind.libraries, None)
+        self._awaited.discard(kind.libraries)
         self._lock.notify_all()
         if sp is None or self._closed:
             return sp
@@ -48,6 +59,11 @@ class Ahead:
         """The one of `kind`'s libraries, waiting while it is being started (it began before
         this job, at the same priority: it is ready no later than one started now)."""
         libs = kind.libraries
+        if libs in self._starting and libs not in self._awaited:
+            self._awaited.add(libs)
+            sp = self._starting[libs]
+            if sp is not None:
+                _hurry(sp)
         while libs in self._starting and not self._closed:
             self._lock.wait(timeout=0.5)
         sp = self._ready.pop(libs, None)
@@ -66,3 +82,8 @@ class Ahead:
         out = list(self._ready.values())
         self._ready.clear()
         return out
+
+
+def _hurry(sp: Started) -> None:
+    """Its job's weight, in a thread of its own (a backend may have to ask its engine)."""
+    threading.Thread(target=sp.foreground, name="tj-ahead-hurry", daemon=True).start()

@@ -226,7 +226,9 @@ class SandboxPool:
                 return
         sp: Started | None = None
         try:
-            sp = self.backend.spawn(kind, memory_bytes)
+            sp = self.backend.spawn(kind, memory_bytes, background=True)
+            with self._lock:
+                self._ahead.spawned(kind, sp)
             if not self.backend.wait_warm(sp, self.prepare_timeout_s):
                 sp.destroy()
                 sp = None

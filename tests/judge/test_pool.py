@@ -313,7 +313,7 @@ def test_where_the_backend_cannot_import_ahead_one_sandbox_that_did_waits_for_th
         p.import_ahead(("jax",), 1 << 20)
         assert stub.imported == [("jax",)] and stub.spawned == ["?"]
         [ahead] = p.idle()
-        assert not ahead.niced and stub.kinds[id(ahead)] == Kind(("jax",)).plain()
+        assert stub.kinds[id(ahead)] == Kind(("jax",)).plain()
         eager = Kind(("jax", "jax.numpy"), Warmup("eager", ""))
         assert p.acquire(Kind(("torch",)), 1 << 20) is not ahead  # other libraries
         assert p.acquire(eager, 1 << 20) is ahead
@@ -594,3 +594,41 @@ def test_where_starting_a_sandbox_is_the_hosts_work_the_upkeep_waits_for_the_jud
             assert len(stub.made) == 3 and stub.made[1].destroyed
         finally:
             p.close()
+
+
+@pytest.mark.timeout(60)
+def test_a_sandbox_importing_ahead_prepares_niced_until_a_job_waits_for_it():
+    """The sandboxes a starting judge has import each framework ahead (a backend without a
+    fork server) prepare at a spare's weight: on a fresh start, three of them importing at a
+    job's weight took the cores from the first jobs. The one a job waits for prepares at that
+    job's weight."""
+    import threading
+
+    class SlowToImport(_StubSandbox):
+        def wait_warm(self, sp: _StubSpawned, timeout_s: float) -> bool:
+            ok = self.release.wait(timeout_s)
+            sp.warm_ms = 1.0
+            return ok
+
+    stub = SlowToImport()
+    stub.imports_ahead = False
+    p = SandboxPool(stub, per_key=1, max_idle=4, spawners=2)  # type: ignore[arg-type]
+    try:
+        for preload in (("jax",), ("torch",)):
+            threading.Thread(target=p.import_ahead, args=(preload, 1 << 20), daemon=True).start()
+        deadline = time.monotonic() + 10
+        while len(stub.made) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        jax, torch = sorted(stub.made, key=lambda sp: stub.kinds[id(sp)].preload)
+        assert jax.niced and torch.niced
+        got: list[object] = []
+        waiter = threading.Thread(target=lambda: got.append(p.acquire(Kind(("jax",)), 1 << 20)))
+        waiter.start()
+        assert jax.hurried.wait(5), "the awaited sandbox kept a spare's weight"
+        assert torch.niced and not torch.hurried.is_set()
+        stub.release.set()
+        waiter.join(10)
+        assert got == [jax]
+    finally:
+        stub.release.set()
+        p.close()
