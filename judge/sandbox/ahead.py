@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import threading
 
-from judge.sandbox.base import Started
+from judge.sandbox.base import Started, hurry
 from judge.sandbox.job import Kind
 
 
@@ -42,7 +42,7 @@ class Ahead:
         """The one begun for `kind` is started, preparing niced: hurried if a job waits."""
         self._starting[kind.libraries] = sp
         if kind.libraries in self._awaited:
-            _hurry(sp)
+            hurry(sp)
 
     def started(self, kind: Kind, sp: Started | None) -> Started | None:
         """The one begun for `kind` is ready (`sp`) or failed (None); returns what the caller
@@ -63,7 +63,7 @@ class Ahead:
             self._awaited.add(libs)
             sp = self._starting[libs]
             if sp is not None:
-                _hurry(sp)
+                hurry(sp)
         while libs in self._starting and not self._closed:
             self._lock.wait(timeout=0.5)
         sp = self._ready.pop(libs, None)
@@ -82,8 +82,3 @@ class Ahead:
         out = list(self._ready.values())
         self._ready.clear()
         return out
-
-
-def _hurry(sp: Started) -> None:
-    """Its job's weight, in a thread of its own (a backend may have to ask its engine)."""
-    threading.Thread(target=sp.foreground, name="tj-ahead-hurry", daemon=True).start()

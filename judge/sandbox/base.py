@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import select
+import threading
 import time
 from collections.abc import Callable
 from typing import Any, Protocol
@@ -189,6 +190,12 @@ def wait_warm(sp: Started, timeout_s: float) -> bool:
             sp.reader.feed(data)
     sp.warm_ms = (time.monotonic() - sp.t_spawn) * 1000.0
     return sp.reader.error is None
+
+
+def hurry(sp: Started) -> None:
+    """A sandbox still preparing that a job waits for is no longer a spare: its job's weight,
+    set in a thread of its own (a backend may have to ask its engine)."""
+    threading.Thread(target=sp.foreground, name="tj-hurry", daemon=True).start()
 
 
 def run_job(sp: Started, proc: SandboxProcess, job: bytes, plan: RunPlan,

@@ -30,7 +30,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from judge.sandbox.ahead import Ahead
-from judge.sandbox.base import Backend, Started
+from judge.sandbox.base import Backend, Started, hurry
 from judge.sandbox.io_loop import RawRun, RunPlan
 from judge.sandbox.job import Job, Kind
 from judge.sandbox.pool_figures import PoolFigures, PoolStats
@@ -315,7 +315,8 @@ class SandboxPool:
                 if slot.spawning == 0:
                     self._start_spawn(key, slot)
                 if not waited:
-                    self._hurry(slot.starting)
+                    for preparing in slot.starting:
+                        hurry(preparing)
                 waited = True
                 slot.waiting += 1
                 try:
@@ -356,14 +357,6 @@ class SandboxPool:
         if seen > self.spare_wait_s:
             return 0.0
         return min(max(2 * seen, 2.0), self.spare_wait_s)
-
-    @staticmethod
-    def _hurry(sandboxes: list[Started]) -> None:
-        """Called with the lock held, for sandboxes still preparing that a job waits for:
-        they are no longer spares, so they prepare at normal priority (in a thread of their
-        own: a backend may have to ask its engine)."""
-        for sp in sandboxes:
-            threading.Thread(target=sp.foreground, name="tj-pool-hurry", daemon=True).start()
 
     def _count(self, waited: bool) -> None:
         if waited:
@@ -468,7 +461,7 @@ class SandboxPool:
             with self._lock:
                 slot.starting.append(sp)
                 if slot.waiting:
-                    self._hurry([sp])
+                    hurry(sp)
             ok = self.backend.wait_warm(sp, self.prepare_timeout_s)
         except Exception:  # noqa: BLE001 - a failed spawn must not kill the spawner
             log.exception("spawning a sandbox failed")
