@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from app.db import Database
 from app.notify import Hub
+from app.services.arrivals import Arrivals
 from app.settings import Settings
 
 
@@ -14,6 +15,7 @@ class Context:
     settings: Settings
     db: Database
     hub: Hub = field(default_factory=Hub)
+    arrivals: Arrivals = field(default_factory=Arrivals)
 
     @classmethod
     def create(cls, settings: Settings) -> Context:

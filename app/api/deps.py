@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from typing import Annotated
 
 from fastapi import Depends, Request
@@ -9,6 +10,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from app.context import Context
 from app.services import sessions, users
+from app.services.arrivals import Arrival
 from app.services.errors import Forbidden, Unauthorized
 from app.services.users import UserView
 
@@ -20,6 +22,21 @@ def get_ctx(request: Request) -> Context:
 
 
 CtxDep = Annotated[Context, Depends(get_ctx)]
+
+
+async def arrival(request: Request) -> AsyncIterator[Arrival]:
+    """When a new submission's request reached the service: stamped on the event loop, in
+    the order requests came, before any work on a thread (app/services/arrivals.py). A
+    route's first dependency. One that fails before queuing its submission leaves here."""
+    arrivals = get_ctx(request).arrivals
+    stamp = arrivals.enter()
+    try:
+        yield stamp
+    finally:
+        arrivals.leave(stamp)
+
+
+ArrivalDep = Annotated[Arrival, Depends(arrival)]
 
 
 def bearer_token(

@@ -11,7 +11,7 @@ from fastapi import APIRouter, Path, Query, Request, Response
 from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
-from app.api.deps import AdminDep, BrowserUserDep, CtxDep, UserDep
+from app.api.deps import AdminDep, ArrivalDep, BrowserUserDep, CtxDep, UserDep
 from app.api.schemas import (
     MAX_ID,
     Queued,
@@ -49,10 +49,10 @@ def _next_poll_s(ctx: Context, step: float, woken: bool) -> float:
 
 @router.post("/submissions", status_code=202, response_model=Queued,
              responses=errors(401, 404, 413, 422, 429, 503))
-def create_submission(body: SubmissionIn, ctx: CtxDep, user: UserDep,
+def create_submission(arrival: ArrivalDep, body: SubmissionIn, ctx: CtxDep, user: UserDep,
                       response: Response) -> dict:
     """Queue code for judging: `submit` runs every test, `run` the samples only."""
-    out = submissions.create(ctx, user, body.problem, body.code, body.mode)
+    out = submissions.create(ctx, user, body.problem, body.code, body.mode, arrival)
     response.headers["Location"] = f"/api/v1/submissions/{out['id']}"
     return out
 

@@ -12,6 +12,7 @@ import judge
 from app.context import Context
 from app.db.models import Judgement, Problem, ProblemVersion, Submission, User, utcnow
 from app.services import problems
+from app.services.arrivals import Arrival
 from app.services.errors import Invalid, NotFound, QueueFull, RateLimited, TooLarge
 from app.services.queue import announce, notify_in
 from app.services.users import UserView
@@ -40,15 +41,27 @@ def check_code(ctx: Context, code: str) -> None:
         raise Invalid("code: contains a NUL character (not valid in Python source)")
 
 
-def create(ctx: Context, user: UserView, problem: str, code: str, mode: str = "submit"
-           ) -> dict[str, Any]:
+def create(ctx: Context, user: UserView, problem: str, code: str, mode: str = "submit",
+           arrival: Arrival | None = None) -> dict[str, Any]:
+    """Queue `code`. `arrival`: when the request reached the service (arrivals.py); the
+    submission then joins the queue after those that arrived before it."""
+    try:
+        return _create(ctx, user, problem, code, mode, arrival)
+    finally:
+        if arrival is not None:
+            ctx.arrivals.leave(arrival)
+
+
+def _create(ctx: Context, user: UserView, problem: str, code: str, mode: str,
+            arrival: Arrival | None) -> dict[str, Any]:
     if mode not in MODES:
         raise Invalid(f"mode: one of {', '.join(MODES)}")
     check_code(ctx, code)
     version_id = problems.current_version_id(ctx, problem)
-    now = utcnow()
+    quick = not judge.uses_jax(code)
+    now = arrival.at if arrival is not None else utcnow()
     st = ctx.settings
-    with ctx.db.transaction() as s:
+    with ctx.arrivals.turn(arrival), ctx.db.transaction() as s:
         if not user.is_admin:
             since = now - timedelta(seconds=st.rate_window_seconds)
             recent = s.execute(select(func.count(), func.min(Submission.created_at))
@@ -65,7 +78,6 @@ def create(ctx: Context, user: UserView, problem: str, code: str, mode: str = "s
                             retry_after=QUEUE_FULL_RETRY_S)
         problem_id = s.scalar(select(ProblemVersion.problem_id)
                               .where(ProblemVersion.id == version_id))
-        quick = not judge.uses_jax(code)
         sub = Submission(user_id=user.id, problem_id=problem_id, version_id=version_id,
                          mode=mode, code=code, status="queued", created_at=now, queued_at=now,
                          available_at=now - QUICK_HEAD_START if quick else now, quick=quick)

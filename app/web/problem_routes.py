@@ -9,6 +9,7 @@ from urllib.parse import quote
 from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
+from app.api.deps import ArrivalDep
 from app.api.problem_details import problem as problem_response
 from app.services import history, problems, progress, samples, starters, submissions
 from app.services.errors import NotFound, ServiceError
@@ -122,7 +123,7 @@ def problem_solution(request: Request, slug: str) -> Response:
 
 @router.post("/problems/{slug}/submit")
 def submit(
-    request: Request, slug: str,
+    arrival: ArrivalDep, request: Request, slug: str,
     code: Annotated[str, Form()] = "",
     mode: Annotated[str, Form()] = "submit",
     csrf: Annotated[str, Form()] = "",
@@ -136,7 +137,7 @@ def submit(
         web_session.check_form(request, csrf)
         if st.user is None:
             raise _SignInFirst()
-        out = submissions.create(ctx, st.user, slug, code, mode)
+        out = submissions.create(ctx, st.user, slug, code, mode, arrival)
     except _SignInFirst:
         if wants_json(request):
             return problem_response(401, "sign in to run or submit code")

@@ -117,3 +117,19 @@ def wipe(db: Database) -> None:
         double_id = s.scalar(select(Problem.id).where(Problem.slug == "double"))
         s.execute(delete(ProblemVersion).where(ProblemVersion.problem_id == double_id,
                                                ProblemVersion.number > 1))
+
+
+def slow_checks_for(monkeypatch: Any, slow_code: str, seconds: float) -> None:
+    """The service's checks before a submission's insert take `seconds` for `slow_code`: a
+    request that a busy server gets to late."""
+    from app.services import submissions
+
+    check = submissions.check_code
+
+    def slowed(ctx: Any, code: str) -> None:
+        if code == slow_code:
+            time.sleep(seconds)
+        check(ctx, code)
+
+    monkeypatch.setattr(submissions, "check_code", slowed)
+

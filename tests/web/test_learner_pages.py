@@ -8,7 +8,7 @@ import re
 
 from app.services.history import framework_of
 from app.settings import REPO_ROOT
-from tests.app.tj_testlib import AC_CODE, WA_CODE, FakeJudge
+from tests.app.tj_testlib import AC_CODE, WA_CODE, FakeJudge, slow_checks_for
 from tests.web.test_pages import wait_done
 
 TORCH_CODE = "import torch\nimport numpy as np\n\ndef double(x):\n    return torch.tensor(x) * 2\n"
@@ -115,3 +115,19 @@ def test_page_submit_errors_are_problem_details(web):
     assert r.status_code == 401
     assert r.headers["content-type"].startswith("application/problem+json")
     assert r.json()["detail"] == "sign in to run or submit code"
+
+
+def test_a_pages_submissions_are_queued_in_the_order_they_were_posted(web, monkeypatch):
+    import threading
+    import time
+
+    web.sign_up("alice")
+    first_code = AC_CODE + "\n# first\n"
+    slow_checks_for(monkeypatch, first_code, 0.5)
+    ids: dict[str, int] = {}
+    t = threading.Thread(target=lambda: ids.setdefault("first", submit(web, first_code)))
+    t.start()
+    time.sleep(0.15)
+    ids["second"] = submit(web, AC_CODE)
+    t.join()
+    assert ids["first"] < ids["second"]

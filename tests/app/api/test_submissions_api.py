@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy import func, select
 
 from app.db.models import Judgement
-from tests.app.tj_testlib import AC_CODE, WA_CODE, FakeJudge
+from tests.app.tj_testlib import AC_CODE, WA_CODE, FakeJudge, slow_checks_for
 
 
 def submit(client, headers, code=AC_CODE, problem="double", mode="submit"):
@@ -333,3 +333,20 @@ def test_events_stream_status_changes(client, alice, workers):
 def test_events_404(client, alice, bob):
     sid = submit(client, alice).json()["id"]
     assert client.get(f"/api/v1/submissions/{sid}/events", headers=bob).status_code == 404
+
+
+def test_submissions_are_queued_in_the_order_their_posts_arrived(client, alice, monkeypatch):
+    """The first POST's checks are slow (a busy server): the second, posted after it,
+    still joins the queue after it."""
+    import threading
+
+    first_code = AC_CODE + "\n# first\n"
+    slow_checks_for(monkeypatch, first_code, 0.5)
+    ids: dict[str, int] = {}
+    t = threading.Thread(target=lambda: ids.setdefault(
+        "first", submit(client, alice, code=first_code).json()["id"]))
+    t.start()
+    time.sleep(0.15)
+    ids["second"] = submit(client, alice).json()["id"]
+    t.join()
+    assert ids["first"] < ids["second"]

@@ -12,7 +12,7 @@ from app.context import Context
 from app.db.models import Judgement, Submission
 from app.notify import Hub
 from app.services import queue, submissions, users
-from tests.app.tj_testlib import AC_CODE, PASSWORD, FakeJudge
+from tests.app.tj_testlib import AC_CODE, PASSWORD, FakeJudge, slow_checks_for
 
 
 @pytest.fixture
@@ -405,3 +405,43 @@ def test_a_worker_beside_a_free_quick_lane_leaves_it_the_submissions_without_jax
     assert queue.claim(ctx, "w", slow_only=True).submission_id == jax
     assert queue.claim(ctx, "w", slow_only=True) is None
     assert queue.claim(ctx, "w").submission_id == quick
+
+
+def test_submissions_join_the_queue_in_the_order_they_arrived(ctx, user, monkeypatch):
+    ctx.settings = ctx.settings.model_copy(update={"rate_limit": 10_000})
+    first_code = AC_CODE + "\n# first\n"
+    slow_checks_for(monkeypatch, first_code, 0.5)
+    first, second = ctx.arrivals.enter(), ctx.arrivals.enter()
+    ids: dict[str, int] = {}
+    t = threading.Thread(target=lambda: ids.setdefault(
+        "first", submissions.create(ctx, user, "double", first_code, "submit", first)["id"]))
+    t.start()
+    ids["second"] = submissions.create(ctx, user, "double", AC_CODE, "submit", second)["id"]
+    # The second's insert waited for the first's: a worker claiming now takes the first.
+    claimed = queue.claim(ctx, "w")
+    t.join()
+    assert claimed is not None and claimed.submission_id == ids["first"]
+    assert ids["first"] < ids["second"]
+    assert row(ctx, ids["first"]).created_at < row(ctx, ids["second"]).created_at
+    assert ctx.arrivals.pending == 0
+
+
+def test_a_stalled_arrival_holds_the_next_ones_a_bounded_time(ctx, user, monkeypatch):
+    from app.services import arrivals
+
+    monkeypatch.setattr(arrivals, "TURN_WAIT_S", 0.3)
+    stalled = ctx.arrivals.enter()  # a request that never gets to queue its submission
+    t0 = time.monotonic()
+    sid = submissions.create(ctx, user, "double", AC_CODE, "submit", ctx.arrivals.enter())["id"]
+    assert 0.25 < time.monotonic() - t0 < 5
+    assert row(ctx, sid).status == "queued"
+    ctx.arrivals.leave(stalled)
+    # A failed submission leaves its place: the next one does not wait for it.
+    monkeypatch.setattr(arrivals, "TURN_WAIT_S", 30.0)
+    failed = ctx.arrivals.enter()
+    with pytest.raises(Exception, match="empty"):
+        submissions.create(ctx, user, "double", "  ", "submit", failed)
+    t0 = time.monotonic()
+    submissions.create(ctx, user, "double", AC_CODE, "submit", ctx.arrivals.enter())
+    assert time.monotonic() - t0 < 15
+    assert ctx.arrivals.pending == 0
