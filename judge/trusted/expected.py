@@ -278,6 +278,7 @@ def _run(package: Package, items: list[dict[str, str]], float64: bool, d: Path,
         "float64": float64,
         "out_dir": str(d),
         "background": flight.background,
+        "judge_pid": os.getpid(),
     }
     with subprocess.Popen(
         [sys.executable, "-m", "judge.trusted.reference_run"],

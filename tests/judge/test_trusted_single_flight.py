@@ -258,3 +258,49 @@ def test_a_failed_computation_releases_its_keys_to_its_waiters(
         with pytest.raises(ReferenceError_, match="always fails"):
             expected_outputs(package, package.tests)
         assert len(started) == 3
+
+
+def _children(pid: int, marker: str) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        with contextlib.suppress(OSError):
+            stat = Path(f"/proc/{entry}/stat").read_text()
+            ppid = int(stat.rsplit(")", 1)[1].split()[1])
+            if ppid == pid and marker in Path(f"/proc/{entry}/cmdline").read_text():
+                found.append(int(entry))
+    return found
+
+
+@pytest.mark.parametrize("background", [True, False])
+def test_a_trusted_process_ends_with_the_judge_that_started_it(
+        tmp_path: Path, background: bool) -> None:
+    """A judge that stops (killed, or its threads cut short at exit) leaves no trusted process
+    computing: here the reference waits for a gate that never opens, and would live two
+    minutes."""
+    package, _gate = gated(tmp_path)
+    judge_proc = subprocess.Popen(
+        [sys.executable, "-c",
+         "import sys\nfrom judge.package import load_package\n"
+         "from judge.trusted.expected import expected_outputs\n"
+         "p = load_package(sys.argv[1])\n"
+         f"expected_outputs(p, p.tests, background={background})\n", str(package.path)],
+        env={**os.environ, "TENSORJUDGE_CACHE_DIR": str(tmp_path / "cache")},
+        cwd=Path(__file__).resolve().parents[2])
+    try:
+        found: list[int] = []
+
+        def started() -> bool:
+            found[:] = _children(judge_proc.pid, "judge.trusted.reference_run")
+            return bool(found)
+
+        until(started, "trusted process")
+        judge_proc.kill()
+        judge_proc.wait()
+        until(lambda: not Path(f"/proc/{found[0]}").exists()
+              or Path(f"/proc/{found[0]}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z",
+              "end of the trusted process", timeout=30)
+    finally:
+        judge_proc.kill()
+        judge_proc.wait()
