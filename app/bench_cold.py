@@ -313,11 +313,17 @@ def cold_report(cold: Cold) -> list[str]:
 
 
 def cold_targets(cold: Cold | None) -> list[tuple[str, str, bool]]:
+    """Each framework's first Submit at most a fresh process's time: with bubblewrap, and with
+    the docker backend where it was measured."""
     if cold is None:
         return []
-    ratios = [(r.ratio(r.judge), r) for r in cold.rows if not math.isnan(r.ratio(r.judge))]
-    if not ratios:
-        return []
-    worst, row = max(ratios, key=lambda x: x[0])
-    return [("Cold start: each framework's first Submit at most a fresh process's time",
-             f"{worst:.2f}x at most ({row.case.problem}, {row.case.label})", worst <= 1.0)]
+    out = []
+    for name, pick in (("", lambda r: r.judge), (" (docker)", lambda r: r.docker)):
+        ratios = [(r.ratio(pick(r)), r) for r in cold.rows if not math.isnan(r.ratio(pick(r)))]
+        if not ratios:
+            continue
+        worst, row = max(ratios, key=lambda x: x[0])
+        out.append((f"Cold start{name}: each framework's first Submit at most a fresh "
+                    "process's time",
+                    f"{worst:.2f}x at most ({row.case.problem}, {row.case.label})", worst <= 1.0))
+    return out

@@ -8,6 +8,7 @@
     parse_source(code)                       Python source parsed safely beside other threads
     prepare_problems(pool, packages, stop)   the start-up work, before the first submission
     Startup(pool, stop)                      the same, giving way to the jobs it is told of
+    begin_soon(pool)                         its first step, begun before the workers start
     prepare_tests(package, samples_only)     the selected tests' inputs and expected outputs
     open_sandbox(SandboxConfig(...))         the configured sandbox, pooled or fresh
     and the models: Package, Verdict, JudgeResult...
@@ -66,6 +67,7 @@ _FACE: dict[str, tuple[str, str]] = {
     "markdown_mutation_report": ("judge.mutants.render", "markdown"),
     "prepare_problems": ("judge.startup", "prepare_problems"),
     "Startup": ("judge.startup", "Startup"),
+    "begin_soon": ("judge.startup", "begin_soon"),
     "prepare_ahead": ("judge.startup", "prepare_ahead"),
     "uses_jax": ("judge.kinds", "uses_jax"),
     "parse_source": ("judge.pysource", "parse"),
@@ -94,8 +96,8 @@ _FACE: dict[str, tuple[str, str]] = {
 __all__ = ["judge", "fill_compile_cache", "validate_package", "Check", "Report",
            "mutation_report", "MutationReport", "render_mutation_report",
            "markdown_mutation_report",
-           "prepare_problems", "Startup", "prepare_ahead", "Prepared", "prepare_tests",
-           "PreparedTests", "open_sandbox", "uses_jax", "parse_source",
+           "prepare_problems", "Startup", "begin_soon", "prepare_ahead", "Prepared",
+           "prepare_tests", "PreparedTests", "open_sandbox", "uses_jax", "parse_source",
            "SandboxConfig", "SandboxUnavailable", "SandboxPool", "PoolFigures", "Package",
            "PackageError", "load_package", "discover", "SLUG_RE", "Verdict", "VERDICT_WORDS",
            "JudgeResult", "TestResult", "Timing", "aggregate", "cut"]

@@ -87,37 +87,8 @@ class Startup:
                 self._cond.notify_all()
 
     def begin(self, wait_s: float, *, import_ahead: bool = False) -> bool:
-        """The first step, before the problems are even loaded: a spare of the kind that
-        imports no framework (NumPy submissions), waited for up to `wait_s`. It is the same
-        kind for every problem and ready in a fraction of a second, so the first NumPy
-        submission on a fresh machine finds it (and the fork server it comes from) instead
-        of starting them on its own path. Whether it was ready in time (a pool that fails
-        here is said in the log: jobs then start their own sandboxes).
-
-        `import_ahead`: then, not waited for, each framework's libraries imported where
-        its sandboxes start from (`Backend.import_ahead`), at normal priority: the first
-        Submit of each framework, on a fresh machine, forks from them (or waits for the one
-        being started) rather than import them on its own path. Every kind's sandboxes
-        need them anyway; this only starts them before the first job. Started after the
-        NumPy spare, not beside it, so that the service answers no later for them."""
-        try:
-            self.pool.prewarm(Kind(), QUICK_KIND_MEMORY)
-            ready = self.pool.wait_ready(1, wait_s)
-        except Exception as e:  # noqa: BLE001 - the rest of the start-up work goes on
-            log.warning("no spare before the first job", extra={"error": str(e)})
-            ready = False
-        if import_ahead:
-            for preload in framework_preloads():
-                threading.Thread(target=self._import_ahead, args=(preload,),
-                                 name="import-ahead", daemon=True).start()
-        return ready
-
-    def _import_ahead(self, preload: tuple[str, ...]) -> None:
-        try:
-            self.pool.import_ahead(preload, IMPORT_AHEAD_MEMORY)
-        except Exception as e:  # noqa: BLE001 - its first job imports them instead
-            log.warning("libraries not imported ahead",
-                        extra={"preload": list(preload), "error": str(e)})
+        """The first step (`begin`), for this judge's pool."""
+        return begin(self.pool, wait_s, import_ahead=import_ahead)
 
     @property
     def jobs_being_served(self) -> int:
@@ -189,6 +160,53 @@ class Startup:
                 if left <= 0:
                     return
                 self._cond.wait(timeout=min(left, 0.5, calm) if calm > 0 else min(left, 0.5))
+
+
+def begin(pool: SandboxPool, wait_s: float, *, import_ahead: bool = False) -> bool:
+    """The first step, before the problems are even loaded: a spare of the kind that
+    imports no framework (NumPy submissions), waited for up to `wait_s`. It is the same
+    kind for every problem and ready in a fraction of a second, so the first NumPy
+    submission on a fresh machine finds it (and the fork server it comes from) instead
+    of starting them on its own path. Whether it was ready in time (a pool that fails
+    here is said in the log: jobs then start their own sandboxes).
+
+    `import_ahead`: then, not waited for, each framework's libraries imported where
+    its sandboxes start from (`Backend.import_ahead`), at normal priority: the first
+    Submit of each framework, on a fresh machine, forks from them (or waits for the one
+    being started) rather than import them on its own path. Every kind's sandboxes
+    need them anyway; this only starts them before the first job. Started after the
+    NumPy spare, not beside it, so that the service answers no later for them.
+
+    What is started already (by `begin_soon`) is not started again."""
+    try:
+        pool.prewarm(Kind(), QUICK_KIND_MEMORY)
+        ready = pool.wait_ready(1, wait_s)
+    except Exception as e:  # noqa: BLE001 - the rest of the start-up work goes on
+        log.warning("no spare before the first job", extra={"error": str(e)})
+        ready = False
+    if import_ahead:
+        for preload in framework_preloads():
+            threading.Thread(target=_import_ahead, args=(pool, preload),
+                             name="import-ahead", daemon=True).start()
+    return ready
+
+
+def begin_soon(pool: SandboxPool, *, import_ahead: bool = False) -> None:
+    """`begin`, in the background from now: for a process with more to do before its
+    workers start (`serve` imports its web application and migrates its database, a second
+    or two), so that the NumPy spare and the imports ahead are on their way meanwhile. The
+    first verdict of a framework comes that much sooner, and the spare the service waits
+    for before it answers is ready sooner too."""
+    threading.Thread(target=begin, args=(pool, 60.0), kwargs={"import_ahead": import_ahead},
+                     name="startup-begin", daemon=True).start()
+
+
+def _import_ahead(pool: SandboxPool, preload: tuple[str, ...]) -> None:
+    try:
+        pool.import_ahead(preload, IMPORT_AHEAD_MEMORY)
+    except Exception as e:  # noqa: BLE001 - its first job imports them instead
+        log.warning("libraries not imported ahead",
+                    extra={"preload": list(preload), "error": str(e)})
 
 
 def prepare_problems(pool: SandboxPool, packages: list[Package],

@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import sys
-from typing import Annotated
+import threading
+from concurrent.futures import Future
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from app.cli.common import admin_context, fail, open_sandbox
-from app.settings import get_settings
+from app.settings import Settings, get_settings
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+
+    from judge import SandboxPool
 
 
 def serve_cmd(
@@ -20,18 +28,52 @@ def serve_cmd(
 ) -> None:
     """Web pages, REST API and N embedded judge workers. Migrates the schema and loads the
     bundled problems that the database does not have yet."""
-    import uvicorn
-
-    from app.context import Context
-    from app.db import migrate
     from app.logs import setup_logging
-    from app.main import create_app
-    from app.services import problems
 
     st = get_settings()
     setup_logging(st.log_level, st.log_format)
     n = st.workers if workers is None else workers
-    sandbox = open_sandbox(pooled=True) if n > 0 else None
+    # The sandbox pool opens while the service loads (for containers, a new deployment's
+    # cache volume is seeded first: a second or more of the engine's work, which the loading
+    # does not wait for), and its first sandboxes start as soon as it is open.
+    opening = _open_pool(st) if n > 0 else None
+    try:
+        app = _app(st, n, opening)
+    except BaseException:
+        if opening is not None:  # what it started already goes with it
+            with contextlib.suppress(BaseException):
+                opening.result().close(drain_s=0)
+        raise
+    import uvicorn
+
+    uvicorn.run(app, host=host, port=port, log_config=None, timeout_graceful_shutdown=10)
+
+
+def _open_pool(st: Settings) -> Future[SandboxPool]:
+    """The pool, opened in a thread of its own; its start-up's first step begun at once."""
+    opening: Future[SandboxPool] = Future()
+
+    def run() -> None:
+        try:
+            pool = open_sandbox(pooled=True)
+            import judge
+
+            judge.begin_soon(pool, import_ahead=st.import_ahead)
+            opening.set_result(pool)
+        except BaseException as e:  # noqa: BLE001 - raised where the result is taken
+            opening.set_exception(e)
+
+    threading.Thread(target=run, name="open-sandbox", daemon=True).start()
+    return opening
+
+
+def _app(st: Settings, n: int, opening: Future[SandboxPool] | None) -> FastAPI:
+    """The service's application over a migrated database with the bundled problems."""
+    from app.context import Context
+    from app.db import migrate
+    from app.main import create_app
+    from app.services import problems
+
     ctx = Context.create(st)
     try:
         migrate.upgrade(ctx.db)
@@ -40,9 +82,10 @@ def serve_cmd(
     added = problems.sync_bundled(ctx)
     for v in added:
         typer.echo(f"loaded bundled problem {v.slug} (version {v.number})", err=True)
+    sandbox = opening.result() if opening is not None else None
     app = create_app(st, workers=n, sandbox=sandbox, warm_samples=True, ctx=ctx)
     _settle_heap()
-    uvicorn.run(app, host=host, port=port, log_config=None, timeout_graceful_shutdown=10)
+    return app
 
 
 def worker_cmd(

@@ -293,3 +293,25 @@ def test_serve_with_no_configuration(processes, tmp_path):
         s = c.get(f"/api/v1/submissions/{sid}?wait=30", headers=h).json()
         assert s["verdict"] == "AC"
         assert c.get("/api/v1/problems/double").json()["samples"][0]["name"] == "sample-1"
+
+
+@pytest.mark.parametrize("broken", ["sandbox", "database"])
+def test_serve_that_cannot_start_says_why(processes, tmp_path, broken):
+    """Its sandbox pool opens while the service loads: either failing ends `serve` with the
+    reason and exit status 2, and nothing it started stays behind."""
+    from app.settings import Settings
+
+    st = Settings(data_dir=tmp_path / "data", cache_dir=tmp_path / "cache")
+    env = service_env(st, None)
+    if broken == "sandbox":
+        env |= {"TENSORJUDGE_SANDBOX": "docker",
+                "TENSORJUDGE_DOCKER_HOST": f"unix://{tmp_path}/no-engine.sock"}
+        reason = "no Docker engine answers"
+    else:
+        env["TENSORJUDGE_DATABASE_URL"] = "postgresql+psycopg://nobody@127.0.0.1:1/none"
+        reason = "cannot migrate the database"
+    p = processes("serve", "--port", str(free_port()), env=env)
+    assert p.wait(120) == 2
+    assert reason in (tmp_path / "proc0.log").read_text()
+    leftovers = subprocess.run(["pgrep", "-s", str(p.pid)], capture_output=True, text=True)
+    assert leftovers.stdout.strip() == ""
