@@ -16,8 +16,9 @@ from judge.kinds import kinds_for
 from judge.package import load_package
 from judge.sandbox import xla_cache
 from judge.sandbox.base import XLA_CACHE_IN_SANDBOX
-from judge.sandbox.container import ContainerConfig, ContainerSandbox
+from judge.sandbox.container import ContainerConfig, ContainerSandbox, seed
 from judge.sandbox.container.seed import SEED_COPY_SOURCE, SEED_IN_IMAGE
+from judge.sandbox.job import Kind
 from tests import docker_engine
 from tests.conftest import REPO
 
@@ -45,6 +46,16 @@ def _files(client: docker.DockerClient, volume: str) -> set[str]:
     return set(out.decode().split())
 
 
+def _until_unused(client: docker.DockerClient, volume: str) -> None:
+    """The engine removes destroyed sandboxes' containers asynchronously."""
+    import time
+
+    deadline = time.monotonic() + 60
+    while client.api.containers(all=True, filters={"volume": volume}) and \
+            time.monotonic() < deadline:
+        time.sleep(0.2)
+
+
 def _seed_manifest(client: docker.DockerClient) -> dict:
     out = client.containers.run(IMAGE, ["cat", f"{SEED_IN_IMAGE}/seed.json"], remove=True,
                                 network_mode="none")
@@ -67,6 +78,37 @@ def test_a_new_cache_volume_starts_with_the_image_seed(client, volume):
         assert all(backend._filled.holds(k) for k in jax_kinds)
     finally:
         backend.close()
+
+
+def test_only_a_warm_up_waits_for_the_seed(client, volume):
+    """The copy runs beside the judge's first sandboxes: one that imports without a warm-up
+    starts while the seed is still being copied; one that runs a warm-up waits for it."""
+    import threading
+
+    package = load_package(REPO / "problems" / "decoder-block")
+    warm = next(k for k in kinds_for(package) if xla_cache.needs_fill(k))
+    backend = ContainerSandbox(ContainerConfig(image=IMAGE, cache_volume=volume))
+    release = threading.Event()
+    started = []
+    try:
+        assert backend.seeded  # the real copy, done
+        backend.seeding = seed.Seeding(lambda: [] if release.wait(120) else [])  # a slow one
+        plain = backend.spawn(Kind(("jax",)), 1 << 30)
+        started.append(plain)
+        waiting = threading.Thread(
+            target=lambda: started.append(backend.spawn(warm, 2 << 30)), daemon=True)
+        waiting.start()
+        waiting.join(3.0)
+        assert waiting.is_alive(), "a warm-up started before the seed was copied"
+        release.set()
+        waiting.join(60)
+        assert len(started) == 2
+    finally:
+        release.set()
+        for sp in started:
+            sp.destroy()
+        backend.close()
+        _until_unused(client, volume)
 
 
 @pytest.mark.slow
@@ -101,8 +143,8 @@ def test_the_seed_holds_what_a_judge_fills(client, volume):
                 if k.uses_jax and k.warmup is not None and not k.eager_jax)
     backend = ContainerSandbox(ContainerConfig(image=IMAGE, cache_volume=volume))
     try:
+        assert kind.key in backend.seeded  # once the copy is done
         seeded = _files(client, volume)
-        assert kind.key in backend.seeded
         # Emptied, and forgotten as filled: the fill below compiles the warm-up itself.
         client.containers.run(IMAGE, ["sh", "-c", f"rm -rf {XLA_CACHE_IN_SANDBOX}/*"],
                               remove=True, network_mode="none", user="65534:65534",

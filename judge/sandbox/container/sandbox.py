@@ -255,10 +255,15 @@ class ContainerSandbox:
         self.reap_stale()
         threading.Thread(target=_reap_every, args=(weakref.ref(self), self._closed),
                          name="tj-container-reap", daemon=True).start()
-        # The kinds the image's seed put in the cache volume (seed.py): filled already.
-        self.seeded: list[str] = []
-        if self.cache_volume is not None:
-            self.seeded = self._seed(image)
+        # The image's seed copied into the cache volume beside the judge's first sandboxes
+        # (seed.Seeding): a sandbox that runs a warm-up, and a fill, wait for it.
+        self.seeding = seed.Seeding(
+            None if self.cache_volume is None else functools.partial(self._seed, image))
+
+    @property
+    def seeded(self) -> list[str]:
+        """The keys of the kinds the image's seed holds (filled already), once copied."""
+        return self.seeding.kinds()
 
     def _seed(self, image: Any) -> list[str]:
         mark = secrets.token_hex(8)
@@ -339,6 +344,7 @@ class ContainerSandbox:
         itself)."""
         if self.cache_volume is None:
             return True
+        self.seeding.wait()
         return xla_cache.fill(kind, memory_bytes, self._filled, functools.partial(
             self.spawn, background=True, cache_writable=True))
 
@@ -361,6 +367,8 @@ class ContainerSandbox:
     def spawn(self, kind: Kind, memory_bytes: int, *, background: bool = False,
               cache_writable: bool = False, turn: Turn | None = None) -> ContainerSpawned:
         """`turn`: the place in line of the job it is started for: its first shares."""
+        if xla_cache.needs_fill(kind):
+            self.seeding.wait()
         cfg = self.config
         priority = turn.priority if turn is not None else CpuPriority.of_job(kind)
         volumes = {}

@@ -3,10 +3,10 @@
 `./dev images` runs the judge's own warm-ups of every bundled problem in sandbox containers
 with a cache volume of their own (deploy/xla_seed.py: judge-owned code only, never a
 submission), and the sandbox image carries what they compiled at SEED_IN_IMAGE. A judge that
-opens the docker backend copies it into its cache volume before anything else uses the volume
-(a container of the sandbox image, the volume writable, running seed_copy.py), and records the
-kinds it holds as filled: on a fresh deployment the workers' start-up then fills nothing, and
-the first submissions load the warm-ups' executables rather than compile them.
+opens the docker backend copies it into its cache volume (a container of the sandbox image, the
+volume writable, running seed_copy.py) before any sandbox that runs a warm-up starts, and
+records the kinds it holds as filled: on a fresh deployment the workers' start-up then fills
+nothing, and the first submissions load the warm-ups' executables rather than compile them.
 
 Safe to share as the trusted outputs are: made by the judge's code alone, read-only to every
 sandbox, keyed by what was compiled and the library versions. The one thing the keys do not
@@ -18,6 +18,8 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -29,6 +31,41 @@ from judge.sandbox.job import Kind
 log = logging.getLogger("tensorjudge.sandbox")
 SEED_IN_IMAGE = "/opt/tensorjudge/xla-seed"
 SEED_COPY_SOURCE = (Path(__file__).with_name("seed_copy.py")).read_text(encoding="utf-8")
+SEED_WAIT_S = 300.0  # the longest a warm-up waits for the seed's copy
+
+
+class Seeding:
+    """The copy of the image's seed into a judge's cache volume (`copy`: seed_volume's call;
+    None: no volume), in a thread of its own from now. On a new volume it is a second or more
+    of the engine's work, which the judge's first sandboxes do not wait for: those that run
+    no warm-up (the spare of NumPy submissions, the imports ahead) read nothing of the cache
+    before their job, whose own compilations would miss it anyway. A sandbox that runs a
+    warm-up, and a fill, `wait`."""
+
+    def __init__(self, copy: Callable[[], list[str]] | None):
+        self._kinds: list[str] = []
+        self._done = threading.Event()
+        if copy is None:
+            self._done.set()
+        else:
+            threading.Thread(target=self._run, args=(copy,), name="tj-seed",
+                             daemon=True).start()
+
+    def _run(self, copy: Callable[[], list[str]]) -> None:
+        try:
+            self._kinds = copy()
+        finally:
+            self._done.set()
+
+    def wait(self) -> None:
+        if not self._done.wait(SEED_WAIT_S):
+            log.warning("the image's compilation cache was still being seeded after %.0f s",
+                        SEED_WAIT_S)
+
+    def kinds(self) -> list[str]:
+        """The keys of the kinds the seed holds, once it is copied ([] for none)."""
+        self.wait()
+        return self._kinds
 
 
 @dataclass(frozen=True)
