@@ -33,9 +33,8 @@ def serve_cmd(
     st = get_settings()
     setup_logging(st.log_level, st.log_format)
     n = st.workers if workers is None else workers
-    # The sandbox pool opens while the service loads (for containers, a new deployment's
-    # cache volume is seeded first: a second or more of the engine's work, which the loading
-    # does not wait for), and its first sandboxes start as soon as it is open.
+    # The sandbox pool opens while the service's modules load, and its first sandboxes start
+    # as soon as it is open.
     opening = _open_pool(st) if n > 0 else None
     try:
         app = _app(st, n, opening)
@@ -74,6 +73,8 @@ def _app(st: Settings, n: int, opening: Future[SandboxPool] | None) -> FastAPI:
     from app.main import create_app
     from app.services import problems
 
+    # A judge whose sandbox cannot open stops here, before it creates or changes anything.
+    sandbox = opening.result() if opening is not None else None
     ctx = Context.create(st)
     try:
         migrate.upgrade(ctx.db)
@@ -82,7 +83,6 @@ def _app(st: Settings, n: int, opening: Future[SandboxPool] | None) -> FastAPI:
     added = problems.sync_bundled(ctx)
     for v in added:
         typer.echo(f"loaded bundled problem {v.slug} (version {v.number})", err=True)
-    sandbox = opening.result() if opening is not None else None
     app = create_app(st, workers=n, sandbox=sandbox, warm_samples=True, ctx=ctx)
     _settle_heap()
     return app
