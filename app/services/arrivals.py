@@ -18,8 +18,6 @@ from __future__ import annotations
 import itertools
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -54,23 +52,15 @@ class Arrivals:
             self._pending.discard(arrival.seq)
             self._cond.notify_all()
 
-    @contextmanager
-    def turn(self, arrival: Arrival | None) -> Iterator[None]:
-        """Once every earlier arrival has left (at most TURN_WAIT_S); leaves at the end."""
-        if arrival is None:
-            yield
-            return
+    def wait_turn(self, arrival: Arrival) -> None:
+        """Until every earlier arrival has left (at most TURN_WAIT_S)."""
         deadline = time.monotonic() + TURN_WAIT_S
         with self._cond:
             while any(s < arrival.seq for s in self._pending):
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    break
+                    return
                 self._cond.wait(left)
-        try:
-            yield
-        finally:
-            self.leave(arrival)
 
     @property
     def pending(self) -> int:

@@ -59,9 +59,12 @@ def _create(ctx: Context, user: UserView, problem: str, code: str, mode: str,
     check_code(ctx, code)
     version_id = problems.current_version_id(ctx, problem)
     quick = not judge.uses_jax(code)
-    now = arrival.at if arrival is not None else utcnow()
+    now = utcnow()
+    if arrival is not None:
+        now = arrival.at
+        ctx.arrivals.wait_turn(arrival)
     st = ctx.settings
-    with ctx.arrivals.turn(arrival), ctx.db.transaction() as s:
+    with ctx.db.transaction() as s:
         if not user.is_admin:
             since = now - timedelta(seconds=st.rate_window_seconds)
             recent = s.execute(select(func.count(), func.min(Submission.created_at))

@@ -277,7 +277,7 @@ def wait_done(c: httpx.Client, auth: dict[str, str], sid: int, timeout: float = 
 # --- the host's state ----------------------------------------------------------------------
 
 
-def _processes() -> dict[int, tuple[int, int, bool, str, str]]:
+def host_processes() -> dict[int, tuple[int, int, bool, str, str]]:
     """pid -> (ppid, uid, zombie, cgroups, command) of every process on the host."""
     out = {}
     for name in os.listdir("/proc"):
@@ -302,7 +302,7 @@ def sandbox_processes(server_pid: int) -> list[str]:
     outside every sandbox cgroup (an escape, whoever started it). Other judges' sandboxes on
     the same host (other test runs) are not this server's business: uids are only unique per
     judge process, so the uid alone does not say whose a sandbox is."""
-    procs = _processes()
+    procs = host_processes()
 
     def descends(pid: int) -> bool:
         for _ in range(64):

@@ -28,6 +28,7 @@ from judge.package import Package, load_package
 from judge.trusted import expected, known_mistakes
 from judge.trusted.expected import ReferenceError_, expected_outputs
 from judge.trusted.known_mistakes import bank
+from tests.adversarial.harness import host_processes
 from tests.conftest import FIXTURES
 
 pytestmark = pytest.mark.timeout(300)
@@ -261,16 +262,8 @@ def test_a_failed_computation_releases_its_keys_to_its_waiters(
 
 
 def _children(pid: int, marker: str) -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        with contextlib.suppress(OSError):
-            stat = Path(f"/proc/{entry}/stat").read_text()
-            ppid = int(stat.rsplit(")", 1)[1].split()[1])
-            if ppid == pid and marker in Path(f"/proc/{entry}/cmdline").read_text():
-                found.append(int(entry))
-    return found
+    return [child for child, (ppid, _uid, _zombie, _groups, cmd) in host_processes().items()
+            if ppid == pid and marker in cmd]
 
 
 @pytest.mark.parametrize("background", [True, False])
@@ -298,8 +291,7 @@ def test_a_trusted_process_ends_with_the_judge_that_started_it(
         until(started, "trusted process")
         judge_proc.kill()
         judge_proc.wait()
-        until(lambda: not Path(f"/proc/{found[0]}").exists()
-              or Path(f"/proc/{found[0]}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z",
+        until(lambda: host_processes().get(found[0], (0, 0, True))[2],
               "end of the trusted process", timeout=30)
     finally:
         judge_proc.kill()
