@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import threading
 
-from judge.sandbox.base import Started, hurry
+from judge.sandbox.base import Started, higher, hurry
 from judge.sandbox.job import Kind
+from judge.sandbox.priority import CpuPriority
 
 
 class Ahead:
@@ -25,9 +26,10 @@ class Ahead:
     def __init__(self, lock: threading.Condition):
         self._lock = lock
         self._ready: dict[tuple[str, ...], Started] = {}
-        # Being started: the sandbox once there is one, and whether a job waits for it.
+        # Being started: the sandbox once there is one, and the weight of the first in line
+        # of the jobs waiting for it.
         self._starting: dict[tuple[str, ...], Started | None] = {}
-        self._awaited: set[tuple[str, ...]] = set()
+        self._awaited: dict[tuple[str, ...], CpuPriority | None] = {}
         self._closed = False
 
     def begin(self, kind: Kind) -> bool:
@@ -42,28 +44,32 @@ class Ahead:
         """The one begun for `kind` is started, preparing niced: hurried if a job waits."""
         self._starting[kind.libraries] = sp
         if kind.libraries in self._awaited:
-            hurry(sp)
+            hurry(sp, self._awaited[kind.libraries])
 
     def started(self, kind: Kind, sp: Started | None) -> Started | None:
         """The one begun for `kind` is ready (`sp`) or failed (None); returns what the caller
         must destroy instead of keeping (one that came when the pool no longer wants it)."""
         self._starting.pop(kind.libraries, None)
-        self._awaited.discard(kind.libraries)
+        self._awaited.pop(kind.libraries, None)
         self._lock.notify_all()
         if sp is None or self._closed:
             return sp
         self._ready[kind.libraries] = sp
         return None
 
-    def take(self, kind: Kind) -> Started | None:
+    def take(self, kind: Kind, priority: CpuPriority | None = None) -> Started | None:
         """The one of `kind`'s libraries, waiting while it is being started (it began before
-        this job, at the same priority: it is ready no later than one started now)."""
+        this job, at the same priority: it is ready no later than one started now), at the
+        weight of the job's place in line (`priority`; None: its kind's)."""
         libs = kind.libraries
-        if libs in self._starting and libs not in self._awaited:
-            self._awaited.add(libs)
-            sp = self._starting[libs]
-            if sp is not None:
-                hurry(sp)
+        if libs in self._starting:
+            hurried_to = (higher(self._awaited[libs], priority) if libs in self._awaited
+                          else priority)
+            if libs not in self._awaited or hurried_to != self._awaited[libs]:
+                self._awaited[libs] = hurried_to
+                sp = self._starting[libs]
+                if sp is not None:
+                    hurry(sp, hurried_to)
         while libs in self._starting and not self._closed:
             self._lock.wait(timeout=0.5)
         sp = self._ready.pop(libs, None)
@@ -82,3 +88,4 @@ class Ahead:
         out = list(self._ready.values())
         self._ready.clear()
         return out
+

@@ -192,9 +192,20 @@ def wait_warm(sp: Started, timeout_s: float) -> bool:
     return sp.reader.error is None
 
 
-def hurry(sp: Started) -> None:
-    """A sandbox still preparing that a job waits for is no longer a spare: its job's weight,
-    set in a thread of its own (a backend may have to ask its engine)."""
+def higher(a: CpuPriority | None, b: CpuPriority | None) -> CpuPriority | None:
+    """The weight owed to the first in line of two waiting jobs (None: a kind's own weight,
+    which no place in line exceeds)."""
+    return None if a is None or b is None else max(a, b)
+
+
+def hurry(sp: Started, priority: CpuPriority | None = None) -> None:
+    """A sandbox still preparing that a job waits for is no longer a spare: the weight of the
+    job's place in line (`priority`: turns.py; None, its kind's), applied in a thread of its
+    own (a backend may have to ask its engine). Not its kind's weight whatever the place: on a
+    fresh start the first PyTorch job, behind two JAX jobs on two cores, hurried the sandbox
+    importing PyTorch ahead to a full weight, and it took the cores from the jobs before it."""
+    if priority is not None:
+        sp.weigh(priority)  # a spare only notes it (foreground applies it)
     threading.Thread(target=sp.foreground, name="tj-hurry", daemon=True).start()
 
 

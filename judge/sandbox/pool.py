@@ -30,10 +30,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from judge.sandbox.ahead import Ahead
-from judge.sandbox.base import Backend, Started, hurry
+from judge.sandbox.base import Backend, Started, higher, hurry
 from judge.sandbox.io_loop import RawRun, RunPlan
 from judge.sandbox.job import Job, Kind
 from judge.sandbox.pool_figures import PoolFigures, PoolStats
+from judge.sandbox.priority import CpuPriority
 from judge.sandbox.turns import Turn, Turns
 
 log = logging.getLogger("tensorjudge.pool")
@@ -59,6 +60,9 @@ class _Slot:
     last_demand: float = 0.0
     demand: int = 0
     waiting: int = 0  # jobs blocked in acquire() for this key
+    # The weight a spare still preparing takes while jobs wait for it: the highest of their
+    # places in line (turns.py; None: its kind's).
+    hurried_to: CpuPriority | None = None
     # Memory a prepared sandbox of this key was seen to hold (a guess until one is seen, or
     # for good where the backend cannot tell: a judge in a container of its own).
     footprint: int = 400 << 20
@@ -314,9 +318,12 @@ class SandboxPool:
                     break
                 if slot.spawning == 0:
                     self._start_spawn(key, slot)
-                if not waited:
+                mine = None if turn is None else turn.priority
+                hurried_to = mine if not slot.waiting else higher(slot.hurried_to, mine)
+                if not waited or hurried_to != slot.hurried_to:
                     for preparing in slot.starting:
-                        hurry(preparing)
+                        hurry(preparing, hurried_to)
+                slot.hurried_to = hurried_to
                 waited = True
                 slot.waiting += 1
                 try:
@@ -331,7 +338,7 @@ class SandboxPool:
             # Its libraries imported ahead: it only compiles (or loads from the compilation
             # cache) the operations it runs, where any other start imports them first.
             with self._lock:
-                ahead = self._ahead.take(kind)
+                ahead = self._ahead.take(kind, None if turn is None else turn.priority)
             if ahead is not None:
                 self._local.fell_back = kind
                 return ahead
@@ -461,7 +468,7 @@ class SandboxPool:
             with self._lock:
                 slot.starting.append(sp)
                 if slot.waiting:
-                    hurry(sp)
+                    hurry(sp, slot.hurried_to)
             ok = self.backend.wait_warm(sp, self.prepare_timeout_s)
         except Exception:  # noqa: BLE001 - a failed spawn must not kill the spawner
             log.exception("spawning a sandbox failed")

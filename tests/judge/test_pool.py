@@ -237,6 +237,47 @@ def test_a_spare_a_job_waits_for_prepares_at_normal_priority():
         p.close()
 
 
+@pytest.mark.timeout(60)
+def test_a_waited_for_spare_prepares_at_the_weight_of_the_first_waiting_jobs_place():
+    """A spare a job waits for takes the weight of that job's place in line (turns.py), not
+    its kind's: a job behind one per core hurries it to YIELD, and a job ahead of it in line
+    that comes to wait too raises it to its own."""
+    import threading
+
+    stub = _StubSandbox()
+    p = SandboxPool(stub, per_key=1, max_idle=4, spawners=2)  # type: ignore[arg-type]
+    p.turns = Turns(cores=1)
+    running = p.turns.enter(light=False)  # a job on the only core
+    try:
+        _known_quick(p, stub, "slow")
+        spare = stub.last
+        got: list[object] = []
+
+        def wait_in_line(turn: Turn) -> None:
+            p._local.turn = turn  # noqa: SLF001 - as run() sets it
+            got.append(p.acquire(_kind("slow"), 1 << 20))
+
+        behind = p.turns.enter(light=False)
+        waiter = threading.Thread(target=wait_in_line, args=(behind,))
+        waiter.start()
+        assert spare.hurried.wait(5), "the awaited spare kept a spare's weight"
+        assert spare.weights == [CpuPriority.YIELD]
+        first = Turn(p.turns, light=False)  # a job at a full weight comes to wait too
+        other = threading.Thread(target=wait_in_line, args=(first,))
+        other.start()
+        deadline = time.monotonic() + 5
+        while spare.weights[-1] is not CpuPriority.NORMAL and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert spare.weights[-1] is CpuPriority.NORMAL
+        stub.release.set()
+        waiter.join(10)
+        other.join(10)
+    finally:
+        p.turns.leave(running)
+        stub.release.set()
+        p.close()
+
+
 def _kind(key: str) -> Kind:
     return Kind((), Warmup(key, ""))
 
@@ -596,6 +637,20 @@ def test_where_starting_a_sandbox_is_the_hosts_work_the_upkeep_waits_for_the_jud
             p.close()
 
 
+class _SlowToImport(_StubSandbox):
+    """No place of its own to import ahead (a container backend); its sandboxes are ready
+    once released."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.imports_ahead = False
+
+    def wait_warm(self, sp: _StubSpawned, timeout_s: float) -> bool:
+        ok = self.release.wait(timeout_s)
+        sp.warm_ms = 1.0
+        return ok
+
+
 @pytest.mark.timeout(60)
 def test_a_sandbox_importing_ahead_prepares_niced_until_a_job_waits_for_it():
     """The sandboxes a starting judge has import each framework ahead (a backend without a
@@ -604,14 +659,7 @@ def test_a_sandbox_importing_ahead_prepares_niced_until_a_job_waits_for_it():
     job's weight."""
     import threading
 
-    class SlowToImport(_StubSandbox):
-        def wait_warm(self, sp: _StubSpawned, timeout_s: float) -> bool:
-            ok = self.release.wait(timeout_s)
-            sp.warm_ms = 1.0
-            return ok
-
-    stub = SlowToImport()
-    stub.imports_ahead = False
+    stub = _SlowToImport()
     p = SandboxPool(stub, per_key=1, max_idle=4, spawners=2)  # type: ignore[arg-type]
     try:
         for preload in (("jax",), ("torch",)):
@@ -629,6 +677,45 @@ def test_a_sandbox_importing_ahead_prepares_niced_until_a_job_waits_for_it():
         stub.release.set()
         waiter.join(10)
         assert got == [jax]
+    finally:
+        stub.release.set()
+        p.close()
+
+
+@pytest.mark.timeout(60)
+def test_a_job_behind_the_cores_hurries_the_sandbox_importing_ahead_only_to_its_place():
+    """On a fresh start the first PyTorch job came behind two JAX jobs on two cores: it
+    waited for the sandbox importing PyTorch ahead and hurried it to a full weight, and that
+    import took the cores from the jobs before it. It hurries it to its place's weight
+    (YIELD), and the sandbox follows the job's turn once taken."""
+    import threading
+
+    stub = _SlowToImport()
+    p = SandboxPool(stub, per_key=1, max_idle=4, spawners=2)  # type: ignore[arg-type]
+    p.turns = Turns(cores=1)
+    running = p.turns.enter(light=False)  # a job on the only core
+    try:
+        threading.Thread(target=p.import_ahead, args=(("torch",), 1 << 20), daemon=True).start()
+        deadline = time.monotonic() + 10
+        while not stub.made and time.monotonic() < deadline:
+            time.sleep(0.01)
+        torch = stub.made[0]
+        behind = p.turns.enter(light=False)
+        got: list[object] = []
+
+        def wait() -> None:
+            p._local.turn = behind  # noqa: SLF001 - as run() sets it
+            got.append(p.acquire(Kind(("torch",)), 1 << 20))
+
+        waiter = threading.Thread(target=wait)
+        waiter.start()
+        assert torch.hurried.wait(5), "the awaited sandbox kept a spare's weight"
+        assert torch.weights == [CpuPriority.YIELD]
+        p.turns.leave(running)  # the job before it ends
+        stub.release.set()
+        waiter.join(10)
+        assert got == [torch]
+        assert torch.weights[-1] is CpuPriority.NORMAL
     finally:
         stub.release.set()
         p.close()
