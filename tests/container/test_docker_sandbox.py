@@ -374,9 +374,9 @@ def test_a_spares_job_runs_at_its_shares_and_memory_from_its_first_instruction(
             "    return (2 * x).reshape(-1)\n")
         # As on a fresh start: the calls to the engine made off the jobs' paths are queued
         # behind others.
-        from judge.sandbox.container import sandbox as container_sandbox
+        from judge.sandbox.container import spawned
 
-        container_sandbox._priorities.submit(time.sleep, 3.0)
+        spawned._priorities.submit(time.sleep, 3.0)
         result = judge(load_package(FIXTURES / "double"), probe, pool)
         assert result.verdict is Verdict.AC, (result.tests[0].message, asked)
         job_limits = [a for a in asked if "mem_limit" in a]
