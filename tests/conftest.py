@@ -45,6 +45,9 @@ def _private_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
         os.environ["TENSORJUDGE_CACHE_DIR"] = str(private)
 
 
+# Before xdist's own hook, which reads the groups (it is registered after this file: the
+# groups given later were never seen, and a module's tests ran on both workers at once).
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Each module's tests run on one worker (its module fixtures are made once), and all the
     container tests on one, last, while their images build from the start of the session:

@@ -25,13 +25,20 @@ def sign_up(page, name: str | None = None) -> str:
     name = name or f"user{secrets.token_hex(3)}"
     page.goto("/")
     page.get_by_role("link", name="Sign up").click()
-    assert page.title() == "Sign up · tensorjudge"
+    expect_title(page, "Sign up · tensorjudge")
     page.get_by_label("Username").fill(name)
     page.get_by_label("Password").fill(PASSWORD)
     page.get_by_role("button", name="Create account").click()
     page.wait_for_url(re.compile(r"/$"))
     assert page.get_by_role("button", name="Sign out").is_visible()
     return name
+
+
+def expect_title(page, title: str) -> None:
+    """A click on a link returns before the next page has loaded: its title is waited for."""
+    from playwright.sync_api import expect
+
+    expect(page).to_have_title(title)
 
 
 def open_problem(page, slug: str = "double") -> None:
@@ -273,11 +280,11 @@ def test_leaderboard_and_my_submissions(new_page):
     page.get_by_role("button", name="Submit").click()
     assert verdict(page) == "Accepted"
     page.get_by_role("link", name="Leaderboard").click()
-    assert page.title() == "Leaderboard · tensorjudge"
+    expect_title(page, "Leaderboard · tensorjudge")
     assert name in page.locator("table").inner_text()
     shot(page, "50-leaderboard")
     page.get_by_role("link", name="My submissions").click()
-    assert page.title() == "My submissions · tensorjudge"
+    expect_title(page, "My submissions · tensorjudge")
     assert "Accepted" in page.locator("table").inner_text()
     shot(page, "51-my-submissions")
     page.get_by_role("button", name="Sign out").click()
