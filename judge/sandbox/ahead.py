@@ -88,4 +88,3 @@ class Ahead:
         out = list(self._ready.values())
         self._ready.clear()
         return out
-

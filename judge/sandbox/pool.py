@@ -296,6 +296,7 @@ class SandboxPool:
             self.stats.cold += 1
             return self.backend.spawn(kind, memory_bytes, turn=turn)
         key = kind.key
+        mine = None if turn is None else turn.priority  # the weight its place in line owes it
         with self._lock:
             slot = self._slot(kind, memory_bytes)
             slot.last_demand = time.monotonic()
@@ -318,7 +319,6 @@ class SandboxPool:
                     break
                 if slot.spawning == 0:
                     self._start_spawn(key, slot)
-                mine = None if turn is None else turn.priority
                 hurried_to = mine if not slot.waiting else higher(slot.hurried_to, mine)
                 if not waited or hurried_to != slot.hurried_to:
                     for preparing in slot.starting:
@@ -338,7 +338,7 @@ class SandboxPool:
             # Its libraries imported ahead: it only compiles (or loads from the compilation
             # cache) the operations it runs, where any other start imports them first.
             with self._lock:
-                ahead = self._ahead.take(kind, None if turn is None else turn.priority)
+                ahead = self._ahead.take(kind, mine)
             if ahead is not None:
                 self._local.fell_back = kind
                 return ahead

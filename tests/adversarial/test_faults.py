@@ -7,7 +7,6 @@ import contextlib
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -27,7 +26,13 @@ from judge.sandbox import BwrapSandbox, SandboxPool
 from judge.sandbox.bwrap.cgroups import PARENT
 from judge.verdicts import Verdict
 from tests.adversarial.harness import sandbox_processes
-from tests.app.test_processes import service_env, tensorjudge, wait_for, worker_of
+from tests.app.test_processes import (
+    free_port,
+    service_env,
+    tensorjudge,
+    wait_for,
+    worker_of,
+)
 from tests.app.tj_testlib import AC_CODE, DOUBLE, PASSWORD, make_settings
 from tests.conftest import FIXTURES
 
@@ -93,7 +98,7 @@ def own_postgres(session_dirs) -> Iterator[tuple[Context, Callable[[], None]]]:
     if os.geteuid() == 0:  # initdb and the server refuse to run as root
         shutil.chown(root, "postgres", "postgres")
         as_server = ["runuser", "-u", "postgres", "--"]
-    data, port = root / "data", _free_port()
+    data, port = root / "data", free_port()
 
     def ctl(*args: str) -> None:
         subprocess.run([*as_server, str(bindir / "pg_ctl"), "-D", str(data), *args],
@@ -123,12 +128,6 @@ def own_postgres(session_dirs) -> Iterator[tuple[Context, Callable[[], None]]]:
         with contextlib.suppress(subprocess.SubprocessError):
             ctl("-m", "immediate", "stop")
         shutil.rmtree(root, ignore_errors=True)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.mark.slow
