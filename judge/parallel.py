@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from judge import wire
-from judge.interpret import interpret
+from judge.interpret import charge_time, interpret
 from judge.package import Tolerance
 from judge.prepared import PreparedTests
 from judge.sandbox.base import Started
@@ -83,11 +83,11 @@ def judge_in_parts(sandbox: SandboxPool, sandboxes: list[Started], job: Job,
         a, b = ranges[k]
         part = replace(prepared, tests=prepared.tests[a:b], args=prepared.args[a:b],
                        shapes=prepared.shapes[a:b], expected=prepared.expected[a:b])
-        # The compile budget is the submission's: each part has its tests' share.
+        # The compile budget is the submission's, whichever part its tests ran in: each part
+        # may spend all of it live, and the merged tests are charged against it in order.
         part_plan = replace(plan, expected_sizes=plan.expected_sizes[a:b],
-                            on_frame=_shifted(plan.on_frame, a), shared_output=tally,
-                            compile_budget_ms=plan.compile_budget_ms * (b - a)
-                            // max(len(prepared.tests), 1))
+                            redraws=plan.redraws[a:b],
+                            on_frame=_shifted(plan.on_frame, a), shared_output=tally)
         try:
             raw = sandbox.execute(sandboxes[k], job, part.args, part_plan)
             results[k] = interpret(raw, part, tol, part_plan)
@@ -103,11 +103,15 @@ def judge_in_parts(sandbox: SandboxPool, sandboxes: list[Started], job: Job,
         t.join()
     if errors:
         raise errors[0]
-    return merge([r for r in results if r is not None])
+    return merge([r for r in results if r is not None], plan)
 
 
-def merge(parts: list[JudgeResult]) -> JudgeResult:
+def merge(parts: list[JudgeResult], plan: RunPlan | None = None) -> JudgeResult:
+    """The parts' results as one sandbox's would be; with `plan`, the tests charged against
+    its compile budget together, in order (interpret.charge_time), as in one sandbox."""
     tests = [t for p in parts for t in p.tests]
+    if plan is not None:
+        charge_time(tests, plan)
     stdout = "".join(p.stdout for p in parts)
     stderr = "".join(p.stderr for p in parts)
 

@@ -199,3 +199,50 @@ def test_the_live_grace_is_for_jax_jobs_and_bounded_by_the_budget():
 def test_the_rlimit_backstop_stays_past_the_jobs_own_limits():
     p = plan()
     assert p.cpu_seconds > p.job_cpu_s
+
+
+# --- compilation on the CPU clock (judge/inside/runner_jax.py CompileClock) -------------------
+
+LOWER = "/jax/core/compile/jaxpr_to_mlir_module_duration"
+COMPILE = "/jax/core/compile/backend_compile_duration"
+
+
+def _spin(seconds: float) -> None:
+    end = time.process_time() + seconds
+    while time.process_time() < end:
+        pass
+
+
+def test_compilation_is_timed_on_the_cpu_clock_not_the_wall():
+    """A compilation the host stalls (wall time passing, no CPU used) is charged nothing for
+    the stall; the CPU it uses is charged whatever its wall duration says."""
+    from judge.inside.runner_jax import CompileClock
+
+    clock = CompileClock()
+    clock.started(COMPILE, time.time())
+    time.sleep(0.3)  # a busy host: the compilation waits for a core
+    clock(COMPILE, 0.3)
+    assert clock.ms < 50, clock.ms
+    clock.started(LOWER, time.time())
+    _spin(0.2)
+    clock(LOWER, 0.9)  # the wall duration a stretched clock would report
+    assert 150 < clock.ms < 300, clock.ms
+    clock("/jax/some/other_event", 5.0)  # not a compilation
+    assert clock.ms < 300
+
+
+def test_the_compile_clock_hears_jaxs_own_events():
+    """The events and their starts are the ones the pinned JAX reports around a compilation."""
+    script = (
+        "import jax, jax.numpy as jnp, time\n"
+        "from judge.inside.runner_jax import CompileClock\n"
+        "clock = CompileClock(); clock.listen(jax.monitoring)\n"
+        "lowered = []\n"
+        "clock.on_lowered = lambda: lowered.append(1)\n"
+        "jax.jit(lambda x: jnp.sin(x) @ x.T)(jnp.ones((64, 64))).block_until_ready()\n"
+        "assert clock._started == {}, clock._started\n"
+        "print(clock.ms, len(lowered))\n")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         check=True, timeout=120)
+    ms, lowered = out.stdout.split()
+    assert float(ms) > 0 and int(lowered) >= 1, out.stdout
