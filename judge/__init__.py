@@ -2,6 +2,7 @@
 
     judge(package, code, sandbox, ...)       judge a submission -> JudgeResult
     validate_package(path, sandbox, ...)     a package proves its own claims -> Report
+    calibrate_package(package, sandbox)      its limits measured from its accepted submissions
     mutation_report(package)                 how strong its tests are -> MutationReport
     prepare_ahead(package, pool)             a problem's cache fills and trusted outputs, at set-up
     uses_jax(code)                           whether a submission imports JAX (it may compile)
@@ -25,6 +26,8 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from judge.calibrate import Spent
+    from judge.calibrate import calibrate as calibrate_package
     from judge.engine import fill_compile_cache, judge
     from judge.kinds import uses_jax
     from judge.mutants.render import markdown as markdown_mutation_report
@@ -59,6 +62,8 @@ _FACE: dict[str, tuple[str, str]] = {
     "judge": ("judge.engine", "judge"),
     "fill_compile_cache": ("judge.engine", "fill_compile_cache"),
     "validate_package": ("judge.validate", "validate"),
+    "calibrate_package": ("judge.calibrate", "calibrate"),
+    "Spent": ("judge.calibrate", "Spent"),
     "Check": ("judge.validate", "Check"),
     "Report": ("judge.validate", "Report"),
     "mutation_report": ("judge.mutants.report", "mutation_report"),
@@ -93,7 +98,8 @@ _FACE: dict[str, tuple[str, str]] = {
     "cut": ("judge.parallel", "cut"),
 }
 
-__all__ = ["judge", "fill_compile_cache", "validate_package", "Check", "Report",
+__all__ = ["judge", "fill_compile_cache", "validate_package", "calibrate_package", "Spent",
+           "Check", "Report",
            "mutation_report", "MutationReport", "render_mutation_report",
            "markdown_mutation_report",
            "prepare_problems", "Startup", "begin_soon", "prepare_ahead", "Prepared",

@@ -47,12 +47,12 @@ def fill_compile_cache(package: Package, sandbox: SandboxPool | Backend) -> None
 
 def run_plan(package: Package, expected_sizes: list[int], job: Job | None = None) -> RunPlan:
     """The problem's limits, as a sandbox run of `job` applies them."""
-    limits = package.manifest.limits
-    return RunPlan(time_ms=limits.time_ms, memory_bytes=limits.memory_mb << 20,
+    limits = package.limits
+    return RunPlan(time_ms=limits.time_ms.value, memory_bytes=limits.memory_mb << 20,
                    output_cap=limits.output_kb << 10,
                    ole_limit=OLE_FACTOR * (limits.output_kb << 10),
                    expected_sizes=expected_sizes,
-                   compile_budget_ms=limits.compile_budget_ms,
+                   compile_budget_ms=limits.compile_budget_ms.value,
                    compiles=job is not None and job.kind.uses_jax)
 
 
@@ -116,14 +116,17 @@ def judge(
     return result
 
 
-def _extra_runs(package: Package, code: str,
-                sandbox: SandboxPool) -> Callable[[list[dict], list[int]], list[np.ndarray | None]]:
+def _extra_runs(package: Package, code: str, sandbox: SandboxPool
+                ) -> Callable[[list[dict], list[int], list[dict | None]], list[np.ndarray | None]]:
     """Runs more argument sets through the submission, in one sandbox job under the
-    problem's limits (the diagnosis's probes): each set's flat output, None where it gave
-    none."""
-    def run(args: list[dict], sizes: list[int]) -> list[np.ndarray | None]:
+    problem's limits (the diagnosis's probes), each with its redraw of the Flax parameters:
+    each set's flat output, None where it gave none."""
+    def run(args: list[dict], sizes: list[int], redraws: list[dict | None]
+            ) -> list[np.ndarray | None]:
         job = job_for(package, code, pysource.parse(code, filename="solution.py"))
-        raw = sandbox.run(sandbox.route(job), args, run_plan(package, sizes, job))
+        plan = run_plan(package, sizes, job)
+        plan.redraws = redraws
+        raw = sandbox.run(sandbox.route(job), args, plan)
         outs: list[np.ndarray | None] = [None] * len(args)
         for frame in raw.frames:
             i = frame.header.get("test")
@@ -137,12 +140,14 @@ def _extra_runs(package: Package, code: str,
 
 def environment(package: Package, sandbox: SandboxPool) -> dict[str, Any]:
     """What judged a submission, for reproducing its verdict."""
-    limits = package.manifest.limits
+    limits = package.limits
     return {
         "problem_version": package.content_hash,
-        # The limits it was judged under (docs/judging.md, "Limits").
-        "limits": {"time_ms": limits.time_ms, "compile_budget_ms": limits.compile_budget_ms,
-                   "memory_mb": limits.memory_mb, "wall_guard": WALL_GUARD},
+        # The limits it was judged under and how each was set (docs/judging.md, "Limits").
+        "limits": {"time_ms": limits.time_ms.value,
+                   "compile_budget_ms": limits.compile_budget_ms.value,
+                   "memory_mb": limits.memory_mb, "wall_guard": WALL_GUARD,
+                   "basis": limits.as_dict()["basis"]},
         "judge_version": judge_version(),
         "libraries": dict(library_versions()),
         "sandbox": sandbox.name,
@@ -183,6 +188,7 @@ def _judge(
         return aggregate(not_run, compile_error=f"the file cannot be parsed: {e}")
     job = job_for(package, code, tree)
     plan = run_plan(package, preparing.sizes, job)
+    plan.redraws = [t.redraw.model_dump() if t.redraw else None for t in prepared.tests]
     tol = package.manifest.tolerance
     forward: Callable[[wire.Frame], None] | None = None
     if on_test is not None:

@@ -7,7 +7,9 @@ the reference is killed by a test, equivalent, or accepted with a reason (the mu
 judge/mutants/report.py); the reference
 passes its own tests in the sandbox; every packaged submission gets its folder's verdict; every
 wrong answer (without the comment line that names it) is named first by its own known
-mistake, and no accepted one gets a finding, nor would even if all its tests had failed.
+mistake, and no accepted one gets a finding, nor would even if all its tests had failed; the
+calibration describes the accepted submissions as they are, and each limit leaves them room
+(judge/calibrate.py).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from judge.calibrate import Spent, limits_room, stale
 from judge.diagnosis.mistakes import Observed, name_mistakes
 from judge.engine import fill_compile_cache, judge
 from judge.mutants.render import summary, tolerance_lines
@@ -131,8 +134,13 @@ def validate(
         # Validation proves verdicts and the bank's names; the probes have their own tests.
         return label, want, judge(package, code, sandbox, probes=False)
 
+    stale_why = stale(package)
+    note("limits calibrated", not stale_why, "; ".join(stale_why) or _limits_line(package))
+    spent: dict[str, Spent] = {}
     with ThreadPoolExecutor(max_workers=max(1, parallel)) as pool:
         for label, want, res in pool.map(run, jobs):
+            if want is Verdict.AC and res.verdict is Verdict.AC and label != "reference":
+                spent[label] = Spent.of(res)
             detail = f"got {res.verdict.value} ({res.passed}/{len(res.tests)}), " \
                 f"{(res.wall_ms or 0) / 1000:.1f} s"
             ok = res.verdict is want
@@ -161,7 +169,16 @@ def validate(
                     ok = False
                     detail += f"; its outputs would be taken for {close[0].title!r}"
             note(label, ok, detail)
+    tight = limits_room(package, spent)
+    note("limits leave the accepted submissions room", not tight, "; ".join(tight))
     return report
+
+
+def _limits_line(package: Package) -> str:
+    limits = package.limits
+    return (f"{limits.time_ms.value} ms per test ({limits.time_ms.basis}); "
+            f"{limits.compile_budget_ms.value} ms of compilation "
+            f"({limits.compile_budget_ms.basis})")
 
 
 def _note_mutation(mutation: MutationReport, note: Callable[[str, bool, str], None]) -> None:
@@ -171,10 +188,14 @@ def _note_mutation(mutation: MutationReport, note: Callable[[str, bool, str], No
         detail += "; survived: " + "; ".join(f"{r.mutant.id} {r.mutant.title}"
                                              for r in survivors[:5])
     if mutation.stale:
-        detail += "; accepted in problem.toml but no such mutant is left alive: " \
-            + ", ".join(mutation.stale)
+        detail += "; declared in problem.toml but no such mutant is left alive (or " \
+            "equivalent): " + ", ".join(mutation.stale)
     note("every mutant killed, equivalent or accepted", not survivors and not mutation.stale,
          detail)
+    unexplained = ", ".join(mutation.unexplained)
+    note("every equivalent mutant says why", not mutation.unexplained,
+         f"equivalent, with no [[mutants.equivalent]] reason in problem.toml: {unexplained}"
+         if unexplained else "")
     low = mutation.low
     note(f"{low.dtype} reference fails the tolerance", low.verdict == "WA",
          "; ".join(tolerance_lines(mutation)))

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from app.cli.common import admin_context, database_configured, fail, open_sandbox, service_call
 from app.settings import get_settings
+
+if TYPE_CHECKING:
+    from judge import Package
 
 problems_cli = typer.Typer(no_args_is_help=True, help="Problem packages.")
 
@@ -78,6 +82,51 @@ def problems_validate(
         fail(f"{failed} of {len(paths)} packages invalid", 1)
 
 
+def _packages(path: Path | None, all_: bool) -> Iterator[Package]:
+    """The package at PATH, or every bundled one with --all, loaded (a broken one fails)."""
+    from judge import PackageError, discover, load_package
+
+    if all_ == (path is not None):
+        fail("give a PATH or --all")
+    for p in discover(get_settings().problems_dir) if all_ else [path]:
+        assert p is not None
+        try:
+            yield load_package(p)
+        except PackageError as e:
+            fail(str(e))
+
+
+@problems_cli.command("calibrate")
+def problems_calibrate(
+    path: Annotated[Path | None, typer.Argument(help="a package folder")] = None,
+    all_: Annotated[bool, typer.Option("--all", help="every bundled package")] = False,
+    runs: Annotated[int, typer.Option(min=1, max=20, help="judgements of each accepted "
+                                      "submission")] = 3,
+) -> None:
+    """Measure what each accepted submission spends (judged alone, RUNS times, the most
+    kept) and write the package's calibration.toml: the limits problem.toml leaves out are
+    `multiple` times the slowest figure (docs/judging.md, "Limits"). Run it on a quiet
+    machine, and again after an accepted submission changes (validation says when)."""
+    from judge import calibrate_package, load_package
+
+    sandbox = open_sandbox()
+    for package in _packages(path, all_):
+        typer.echo(f"{package.slug}")
+
+        def show(label: str, spent) -> None:  # noqa: ANN001
+            typer.echo(f"  {label:48} {spent.test_ms:8.0f} ms per test  "
+                       f"{spent.compile_ms:8.0f} ms compiling")
+
+        try:
+            calibrate_package(package, sandbox, runs=runs, progress=show)
+        except RuntimeError as e:
+            fail(f"{package.slug}: {e}")
+        limits = load_package(package.path).limits
+        typer.echo(f"  time per test: {limits.time_ms.value} ms ({limits.time_ms.basis})")
+        typer.echo(f"  compile budget: {limits.compile_budget_ms.value} ms "
+                   f"({limits.compile_budget_ms.basis})")
+
+
 @problems_cli.command("prepare")
 def problems_prepare(
     path: Annotated[Path | None, typer.Argument(help="a package folder")] = None,
@@ -87,18 +136,10 @@ def problems_prepare(
     compilation cache of every kind's warm-up, and the trusted expected outputs (and the
     known mistakes', and the reference's mutants'). `./dev setup` runs it for the bundled
     problems; it is quick once done."""
-    from judge import PackageError, discover, load_package, prepare_ahead
+    from judge import prepare_ahead
 
-    if all_ == (path is not None):
-        fail("give a PATH or --all")
-    paths = discover(get_settings().problems_dir) if all_ else [path]
     sandbox = open_sandbox()
-    for p in paths:
-        assert p is not None
-        try:
-            package = load_package(p)
-        except PackageError as e:
-            fail(str(e))
+    for package in _packages(path, all_):
         done = prepare_ahead(package, sandbox)
         failed = f", {done.kinds_failed} not filled" if done.kinds_failed else ""
         typer.echo(f"{done.slug:24} compilation cache: {done.kinds} kinds{failed} "

@@ -131,7 +131,7 @@ def store(ctx: Context, path: Path | str, *, mode: str, validator: Validator | N
             version = ProblemVersion(
                 problem_id=problem.id, number=number, content_hash=packed.content_hash,
                 title=m.title, difficulty=m.difficulty, entry_point=m.entry_point,
-                signature=m.signature, manifest=m.model_dump(mode="json"),
+                signature=m.signature, manifest=_manifest(package),
                 statement=package.statement, starter=package.starter, archive=packed.archive)
             s.add(version)
             s.flush()
@@ -168,6 +168,14 @@ def sync_bundled(ctx: Context, root: Path | None = None) -> list[VersionView]:
         if v.created:
             added.append(v)
     return added
+
+
+def _manifest(package: Package) -> dict[str, Any]:
+    """The manifest as a version keeps it, its limits as the judge applies them: calibrated
+    where the manifest leaves them open, each with how it was set (`basis`)."""
+    manifest = package.manifest.model_dump(mode="json")
+    manifest["limits"] = {**manifest["limits"], **package.limits.as_dict()}
+    return manifest
 
 
 # --- reading -----------------------------------------------------------------------------

@@ -19,6 +19,13 @@ from typing import Any
 from pydantic import ValidationError
 
 from judge import pysource
+from judge.package.calibration import (
+    CALIBRATION_FILE,
+    Calibration,
+    ResolvedLimits,
+    read_calibration,
+    resolve_limits,
+)
 from judge.package.manifest import Manifest, Mistake, TestSpec
 from judge.verdicts import VERDICT_FOLDERS, Verdict
 
@@ -97,6 +104,17 @@ class Package:
         return load_module(self.generator_path, f"tj_generator_{self.slug.replace('-', '_')}")
 
     @cached_property
+    def calibration(self) -> Calibration | None:
+        """What its accepted submissions spend (`calibration.toml`; checked by load_package)."""
+        return read_calibration(self.path)[0]
+
+    @cached_property
+    def limits(self) -> ResolvedLimits:
+        """The limits submissions are judged under: the manifest's, calibrated where it
+        leaves them open."""
+        return resolve_limits(self.manifest.limits, self.calibration)
+
+    @cached_property
     def warmup_source(self) -> str | None:
         """The judge-owned warm-up (`warmup.py`), run in a sandbox before any job arrives."""
         f = self.path / "warmup.py"
@@ -121,6 +139,8 @@ class Package:
         h.update(self.reference_source.encode())
         h.update(self.generator_path.read_bytes())
         h.update((self.warmup_source or "").encode())
+        calibration = self.path / CALIBRATION_FILE  # it sets limits
+        h.update(calibration.read_bytes() if calibration.is_file() else b"")
         # The known mistakes are what a wrong answer reads: their words and their code.
         mistakes = self.path / MISTAKES_FILE
         h.update(mistakes.read_bytes() if mistakes.is_file() else b"")
@@ -231,6 +251,9 @@ def load_package(path: Path | str, *, check_generator: bool = True) -> Package:
             _check_defines_source(starter, manifest.entry_point, "starter.py", defects)
 
     starters = _read_starters(path, manifest, defects)
+    calibration_defect = read_calibration(path)[1]
+    if calibration_defect:
+        defects.append(Defect(CALIBRATION_FILE, "", calibration_defect))
     defects.extend(read_mistakes(path)[1])
 
     if manifest is not None and gpath.is_file() and check_generator and not defects:

@@ -38,17 +38,55 @@ class Tolerance(BaseModel):
     rtol: float = Field(default=1e-4, ge=0, le=1)
 
 
+# What a limit the problem leaves to calibration is when nothing is measured, and the least
+# it can be: a calibrated limit is never below it (a problem whose accepted submissions take a
+# few milliseconds still gives a learner's slower loop, or a JAX solution, room).
+DEFAULT_TIME_MS = 5000
+DEFAULT_COMPILE_BUDGET_MS = 60_000
+
+
 class Limits(BaseModel):
-    """What a submission may spend (docs/judging.md, "Limits")."""
+    """What a submission may spend (docs/judging.md, "Limits"). `time_ms` and
+    `compile_budget_ms` are fixed by the problem when given; when left out, they are
+    calibrated: `multiple` times the slowest accepted submission's figure, as measured by
+    `tensorjudge problems calibrate` (calibration.toml), and never below the default."""
 
     model_config = ConfigDict(extra="forbid")
-    time_ms: int = Field(5000, ge=100, le=120_000,
-                         description="CPU time per test, JAX compilation not included")
-    compile_budget_ms: int = Field(
-        60_000, ge=0, le=600_000,
+    time_ms: int | None = Field(None, ge=100, le=120_000,
+                                description="CPU time per test, JAX compilation not included")
+    compile_budget_ms: int | None = Field(
+        None, ge=0, le=600_000,
         description="JAX compilation inside the submission's function, all tests together")
     memory_mb: int = Field(1536, ge=256, le=16_384, description="the whole sandbox")
     output_kb: int = Field(64, ge=1, le=4096, description="stdout + stderr kept")
+    multiple: float = Field(3.0, ge=1.5, le=20.0, description=(
+        "a limit is at least this many times the slowest accepted submission's figure: a "
+        "calibrated one is set so, a fixed one is checked so by validation"))
+
+
+class Redraw(BaseModel):
+    """A test that runs a Flax model with every parameter drawn by the judge instead of by its
+    initialisers (judge/portable/flax_redraw.py): as trained weights would be, biases and
+    LayerNorm scales and offsets included. The reference runs the same way."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    gain: float = Field(1.0, gt=0, le=64, description=(
+        "a kernel's deviation times the square root of its first axis's size"))
+    bias: float = Field(0.5, ge=0, le=16, description="the deviation of biases and offsets")
+    scale: float = Field(0.5, ge=0, lt=1, description=(
+        "LayerNorm scales are uniform in [1 - scale, 1 + scale]"))
+    gains: dict[str, float] = Field(default_factory=dict, description=(
+        "a factor on the kernels and biases of the submodules of these names (a sub-layer "
+        "drawn small, say, so that the residual stream after it stays small)"))
+
+    @field_validator("gains")
+    @classmethod
+    def _positive(cls, v: dict[str, float]) -> dict[str, float]:
+        for name, factor in v.items():
+            if not IDENT_RE.match(name) or not 0 < factor <= 64:
+                raise ValueError(f"gains: {name!r} = {factor}: a module name and a factor in "
+                                 "(0, 64]")
+        return v
 
 
 class TestSpec(BaseModel):
@@ -58,6 +96,8 @@ class TestSpec(BaseModel):
     seed: int = Field(ge=0, lt=2**32)
     description: str = ""
     params: dict[str, int | float | bool | str] = Field(default_factory=dict)
+    redraw: Redraw | None = Field(default=None, description=(
+        "run the Flax model with parameters drawn by the judge (Flax problems only)"))
 
 
 class SizeMixup(BaseModel):
@@ -99,18 +139,26 @@ class AcceptedMutant(BaseModel):
     reason: str = Field(min_length=1, description="why no test need kill it")
 
 
+class EquivalentMutant(AcceptedMutant):
+    """A mutant that computes the reference's function for every value of its parameters and
+    inputs, and why (`reason`): the mutation report finds it equivalent by running it, and
+    validation asks every equivalent mutant to say why, so that none is equivalent only at
+    the values the tests happen to use."""
+
+
 class Mutants(BaseModel):
     """`[mutants]`: what the mutation report needs to know of the problem."""
 
     model_config = ConfigDict(extra="forbid")
     accepted: list[AcceptedMutant] = Field(default_factory=list)
+    equivalent: list[EquivalentMutant] = Field(default_factory=list)
 
-    @field_validator("accepted")
+    @field_validator("accepted", "equivalent")
     @classmethod
     def _once(cls, v: list[AcceptedMutant]) -> list[AcceptedMutant]:
         ids = [a.id for a in v]
         for dup in sorted({i for i in ids if ids.count(i) > 1}):
-            raise ValueError(f"mutant {dup} is accepted twice")
+            raise ValueError(f"mutant {dup} is declared twice")
         return v
 
 
@@ -130,6 +178,13 @@ class Manifest(BaseModel):
     size_mixups: list[SizeMixup] = Field(default_factory=list)
     probes: list[Probe] = Field(default_factory=list)
     mutants: Mutants = Field(default_factory=Mutants)
+
+    @model_validator(mode="after")
+    def _redraws_for_flax(self) -> Manifest:
+        if "flax" not in self.frameworks and any(t.redraw for t in self.tests):
+            raise ValueError("tests: `redraw` draws a Flax model's parameters: only for "
+                             "problems whose frameworks include flax")
+        return self
 
     @model_validator(mode="after")
     def _mixups_name_sizes(self) -> Manifest:

@@ -134,6 +134,10 @@ def test_problem_page(web):
     assert '<textarea id="code" name="code"' in page
     assert "def double(x):" in page  # no starter.py: one made from the signature
     assert "Sign in</a> or" in page  # no Run/Submit before signing in
+    # Each limit and how it was set (docs/judging.md, "Limits").
+    assert "1.50 s of CPU per test <span class=\"muted\">(fixed by the problem)" in page
+    assert "up to 60.00 s in all <span class=\"muted\">(the judge&#39;s default: the " \
+        "problem is not calibrated)" in page
 
 
 def test_samples_fragment(web):
