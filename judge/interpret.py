@@ -9,7 +9,7 @@ import signal
 
 from judge import wire
 from judge.compare import compare
-from judge.diagnosis.params import parse_variables
+from judge.diagnosis.params import Tree, explain, parse_variables
 from judge.package import Tolerance
 from judge.prepared import PreparedTests
 from judge.sandbox.io_loop import RawRun, RunPlan
@@ -192,6 +192,8 @@ def test_from_frame(frame: wire.Frame, i: int, prepared: PreparedTests,
         t.compile_ms = _float(frame.header.get("compile_ms"))
         t.output = got  # for the diagnosis, after the run
         t.variables = parse_variables(frame.header.get("variables"))
+        if prepared.tests[i].redraw is not None and i < len(prepared.trees):
+            redrawn_tree(t, prepared.trees[i])
         return t
     if frame.ev == "error":
         # The exception itself, as the runner gave it apart; else the traceback's last line.
@@ -207,6 +209,30 @@ def test_from_frame(frame: wire.Frame, i: int, prepared: PreparedTests,
         return TestResult(name, Verdict.RE, time_ms=time_ms, message=last)
     return TestResult(name, Verdict.WA, time_ms=time_ms, shape=_shape(frame.header.get("shape")),
                       message=str(frame.header.get("message", "bad output")))
+
+
+REDRAWN = ("This test runs your model with every parameter drawn by the judge instead of by "
+           "its initialisers, as trained weights would be (the reference runs the same way): ")
+
+
+def redrawn_tree(t: TestResult, want: Tree | None) -> None:
+    """On a test that redraws the parameters, the model must have the statement's parameters:
+    a tree that differs from the reference's (a leaf missing, extra, renamed, of another shape)
+    is a Wrong Answer that says how, whatever the numbers; a model that made no Flax
+    parameters at all had none redrawn, and its wrong numbers are explained so."""
+    if t.verdict not in (Verdict.AC, Verdict.WA) or want is None:
+        return
+    if t.variables is None:
+        if t.verdict is Verdict.WA:
+            t.message = (REDRAWN + "your function created no Flax parameters (no "
+                         "`Module.init`), so none of them were. " + (t.message or ""))
+        return
+    found = explain(t.variables, want)
+    if found is None:
+        return
+    title, detail = found
+    t.verdict = Verdict.WA
+    t.message = f"{REDRAWN}your parameters differ from the statement's. {title}: {detail}"
 
 
 def _test_cpu_ms(host: float | None, claim: object) -> float | None:

@@ -83,19 +83,28 @@ def preload_for(frameworks: list[str]) -> list[str]:
 
 def warmup(package: Package) -> Warmup | None:
     """The problem's warm-up with the distinct shapes of every test's inputs (arrays as dtype
-    and shape, numbers as they are): what it compiles for."""
+    and shape, numbers as they are): what it compiles for; and, for each redraw of the
+    parameters its tests make, the shapes of those tests (a redraw is traced apart)."""
     if not package.warmup_source:
         return None
     cached = _WARMUPS.get(package.content_hash)
     if cached is not None:
         return cached
     seen: dict[str, dict[str, Any]] = {}
+    redrawn: dict[str, tuple[dict[str, Any], dict[str, dict[str, Any]]]] = {}
     for t in package.tests:
         case = _shape_only(package.generator.generate(t.seed, **t.params))
         assert isinstance(case, dict)
-        seen.setdefault(json.dumps(case, sort_keys=True), case)
-    made = _WARMUPS[package.content_hash] = Warmup(package.content_hash, package.warmup_source,
-                                                   tuple(seen.values()))
+        name = json.dumps(case, sort_keys=True)
+        seen.setdefault(name, case)
+        if t.redraw is not None:
+            spec = t.redraw.model_dump()
+            cases = redrawn.setdefault(json.dumps(spec, sort_keys=True), (spec, {}))[1]
+            cases.setdefault(name, case)
+    made = _WARMUPS[package.content_hash] = Warmup(
+        package.content_hash, package.warmup_source, tuple(seen.values()),
+        tuple({"spec": spec, "cases": list(cases.values())}
+              for spec, cases in redrawn.values()))
     return made
 
 

@@ -12,11 +12,12 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from judge import pysource
+from judge.diagnosis.params import Tree, reference_variables
 from judge.package import Package, TestSpec
 from judge.trusted.expected import expected_outputs
 
@@ -27,6 +28,9 @@ class PreparedTests:
     args: list[dict]
     shapes: list[tuple[int, ...]]
     expected: list[np.ndarray]
+    # The reference's Flax variables (paths and shapes) on each test that redraws the
+    # parameters, None on the others: a submission's must be the same there.
+    trees: list[Tree | None] = field(default_factory=list)
 
 
 _PREPARED: OrderedDict[tuple[str, bool], PreparedTests] = OrderedDict()
@@ -101,4 +105,8 @@ def _prepare(package: Package, samples_only: bool, background: bool = False) -> 
         if int(np.prod(s)) != e.size:
             raise RuntimeError(f"{package.slug}/{t.name}: output_shape {s} does not match the "
                                f"reference's {e.size} elements")
-    return PreparedTests(tests, args, shapes, expected)
+    trees: list[Tree | None] = []
+    if any(t.redraw for t in tests):
+        trees = [tree if t.redraw else None
+                 for t, tree in zip(tests, reference_variables(package, tests), strict=True)]
+    return PreparedTests(tests, args, shapes, expected, trees)

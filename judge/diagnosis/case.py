@@ -26,7 +26,9 @@ class Case:
     # The selected tests' arguments, and a way to run more argument sets through the
     # submission in one sandbox job (judge/diagnosis/probes.py); None where probes cannot run.
     args: list[dict] = field(default_factory=list)
-    run: Callable[[list[dict], list[int]], list[np.ndarray | None]] | None = None
+    # Runs argument sets through the submission (each with its test's redraw of the Flax
+    # parameters, or None): one flat output, or None, per set (probes.py RunArgs).
+    run: Callable[[list[dict], list[int], list[dict | None]], list[np.ndarray | None]] | None = None
 
     @property
     def failed(self) -> list[int]:

@@ -17,11 +17,11 @@ import threading
 from collections import OrderedDict
 
 from judge.diagnosis.case import Case
+from judge.diagnosis.structure import Tree, gaps
 from judge.package import Package, TestSpec
 from judge.trusted.expected import cache_dir, run_trusted, test_key
 from judge.verdicts import Finding
 
-Tree = list[tuple[str, tuple[int, ...]]]
 MAX_ENTRIES, MAX_PATH, MAX_RANK = 256, 400, 8
 
 WHY = ("Flax draws each parameter from a random key derived from its path (the submodule "
@@ -87,7 +87,9 @@ def parameters(case: Case) -> list[Finding]:
             title, detail = found
             same = [case.tests[j].name for j in failed
                     if case.result.tests[j].variables == got and want_all[j] == want]
-            return [Finding("parameters", title, f"{detail} {WHY}", same)]
+            # Why another path changes the draw; a missing parameter says its own why.
+            why = "" if gaps(got, want) else f" {WHY}"
+            return [Finding("parameters", title, detail + why, same)]
     return []
 
 
@@ -95,6 +97,13 @@ def explain(got: Tree, want: Tree) -> tuple[str, str] | None:
     """What differs between two trees, in words; None when they are the same."""
     if got == want:
         return None
+    lacking = gaps(got, want)
+    if lacking and {p for p, _ in got} <= {p for p, _ in want}:
+        first = lacking[0]
+        return first.title, (
+            f"{first.detail} Flax starts {first.initial}, so a model as `init` makes it "
+            "computes the same numbers; the tests that redraw the parameters, as trained "
+            f"weights would be, do not: {first.fix}")
     g, w = _modules(got), _modules(want)
     if set(g) == set(w):
         swapped = [(a, b) for a in g for b in g if a < b and g[a] != w[a]

@@ -21,9 +21,10 @@ from judge.diagnosis.case import Case
 from judge.package import Probe
 from judge.verdicts import Finding, Verdict
 
-# Runs argument sets through the submission in one sandbox job: one flat output (or None)
-# per set. The engine gives it to the diagnosis (Case.run).
-RunArgs = Callable[[list[dict], list[int]], list[np.ndarray | None]]
+# Runs argument sets through the submission in one sandbox job, each with its test's redraw of
+# the Flax parameters (the output it is compared with had it): one flat output (or None) per
+# set. The engine gives it to the diagnosis (Case.run).
+RunArgs = Callable[[list[dict], list[int], list[dict | None]], list[np.ndarray | None]]
 # Reordering or recomputing in another order moves float32 results by rounding only.
 SLACK = 10.0
 
@@ -51,7 +52,8 @@ def probe_findings(case: Case) -> list[Finding]:
                 break
     if not jobs:
         return []
-    outs = case.run([d.args for _, d in jobs], [int(case.expected[i].size) for i, _ in jobs])
+    outs = case.run([d.args for _, d in jobs], [int(case.expected[i].size) for i, _ in jobs],
+                    [r.model_dump() if (r := case.tests[i].redraw) else None for i, _ in jobs])
     found = []
     for (i, d), out in zip(jobs, outs, strict=True):
         got = case.result.tests[i].output

@@ -20,6 +20,7 @@ if "install_library_patches" not in globals():  # imported as a module, not the 
     from judge.inside.library_patches import install_library_patches
     from judge.inside.lockdown import apply_rlimits, build_seccomp
     from judge.inside.runner_jax import CompileClock, announce_compiles
+    from judge.portable.flax_redraw import param_redraw
     from judge.portable.flax_variables import InitRecorder
 
 SOLUTION_FILE = "solution.py"
@@ -123,6 +124,8 @@ def _prepare_uncollected(prep):
         with contextlib.suppress(Exception):
             __import__(name)
     clock = None
+    # Before any JAX work: the redraws' user context is a key of JAX's caches from here on.
+    param_redraw.install()
     if "jax" in sys.modules:
         import jax
 
@@ -144,7 +147,7 @@ def _prepare_uncollected(prep):
         # Start the backend now, so its threads and allocations are not charged to the user.
         jax.numpy.zeros(1).block_until_ready()
         clock = CompileClock()
-        jax.monitoring.register_event_duration_secs_listener(clock)  # type: ignore[arg-type]
+        clock.listen(jax.monitoring)
     patches = install_library_patches(prep)  # before the warm-up, whose applies fill the memo
     import_ms = (time.perf_counter() - t0) * 1000.0
     t1 = time.perf_counter()
@@ -152,14 +155,22 @@ def _prepare_uncollected(prep):
     warm = prep.get("warmup")
     if warm:
         try:
-            ns: dict = {"__name__": "tensorjudge_warmup"}
-            exec(compile(warm["source"], "warmup.py", "exec"), ns)
             with patches.warm_up():
-                ns["warmup"](warm["cases"], list(prep["preload"]))
-            del ns
+                _warm_up(warm, prep["preload"])
         except Exception:
             warm_error = traceback.format_exc(limit=-3)
     return import_ms, (time.perf_counter() - t1) * 1000.0, warm_error, clock, patches
+
+
+def _warm_up(warm, preload):
+    """The problem's warm-up on its tests' shapes, then again on the shapes of the tests
+    with each redraw of their parameters, under it (each redraw is traced apart)."""
+    ns: dict = {"__name__": "tensorjudge_warmup"}
+    exec(compile(warm["source"], "warmup.py", "exec"), ns)
+    ns["warmup"](warm["cases"], list(preload))
+    for redraw in warm.get("redraws", ()):
+        with param_redraw.applied(redraw["spec"]):
+            ns["warmup"](redraw["cases"], list(preload))
 
 
 def _read_frame(fd):
@@ -291,9 +302,7 @@ def rehearse(prep, patches):
         return
     restore = _quiet_fds()
     try:
-        ns: dict = {"__name__": "tensorjudge_warmup"}
-        exec(compile(warm["source"], "warmup.py", "exec"), ns)
-        ns["warmup"](warm["cases"], list(prep["preload"]))
+        _warm_up(warm, prep["preload"])
     finally:
         restore()
 
@@ -323,6 +332,7 @@ def main(prepared=None):
     arrays = _arrays(job.get("arrays", {}), blob)
     tests = [_rebuild(spec, arrays) for spec in job["tests_args"]]
     sizes = job["expected_sizes"]
+    redraws = job.get("redraws") or [None] * len(tests)
 
     apply_rlimits(job)
     if job.get("seccomp", True):
@@ -367,8 +377,9 @@ def main(prepared=None):
         recorder.take()
         t0, c0 = time.perf_counter(), time.process_time()  # the process's CPU: every thread
         try:
-            out = entry(**kwargs)  # type: ignore[operator]
-            converted, problem = _to_float64(out, sizes[i])
+            with param_redraw.applied(redraws[i]):
+                out = entry(**kwargs)  # type: ignore[operator]
+                converted, problem = _to_float64(out, sizes[i])
         except BaseException as e:
             dt, cpu = (time.perf_counter() - t0) * 1000.0, (time.process_time() - c0) * 1000.0
             chan.send({"ev": "error", "test": i, "time_ms": dt, "message": _user_traceback(e),

@@ -77,8 +77,10 @@ class ParamShapeMemo:
         linen = sys.modules.get("flax.linen")
         if self.installed or jax is None or scope is None or linen is None:
             return
-        # The lambda Scope.param hands to jax.eval_shape, told apart by its code object.
-        check = next((c for c in scope.Scope.param.__code__.co_consts
+        # The lambda Scope.param hands to jax.eval_shape, told apart by its code object (in
+        # Flax's own Scope.param, under the redraw's wrapper: judge/portable/flax_redraw.py).
+        param = getattr(scope.Scope.param, "__wrapped__", scope.Scope.param)
+        check = next((c for c in param.__code__.co_consts
                       if isinstance(c, types.CodeType) and c.co_name == "<lambda>"
                       and set(c.co_freevars) == {"init_fn", "init_args", "init_kwargs"}), None)
         if check is None:  # a Flax that checks otherwise: left as it is

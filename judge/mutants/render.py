@@ -56,8 +56,11 @@ def render(report: MutationReport, *, all_killed: bool = True) -> str:
         elif x.reason:
             lines.append(f"  {'':10} {x.reason}")
     if r.stale:
-        lines.append(f"  accepted in problem.toml but no such mutant is left alive: "
-                     f"{', '.join(r.stale)}")
+        lines.append(f"  declared in problem.toml but no such mutant is left alive (or "
+                     f"equivalent): {', '.join(r.stale)}")
+    if r.unexplained:
+        lines.append(f"  equivalent with no reason in problem.toml ([[mutants.equivalent]]: "
+                     f"why, for every parameter value): {', '.join(r.unexplained)}")
     if r.suggested:
         lines.append(f"  tests that would kill the survivors ({r.extra} inputs searched):")
         for c in r.suggested:

@@ -11,7 +11,9 @@ Every mutant of the reference (judge/mutants/) runs on every test in the trusted
 - equivalent: not killed, and the same outputs as the reference on every test and on extra
   inputs (the generator's parameters varied: judge/mutants/search.py), "the same" meaning
   within `SAME` of the tolerance: a reordered computation's rounding stays well below it,
-  and a mutant that comes closer than that is a survivor the search did not kill;
+  and a mutant that comes closer than that is a survivor the search did not kill. Each
+  needs a reason in problem.toml (`[[mutants.equivalent]]`): why it computes the same for
+  every value of the parameters and inputs, not only the ones run;
 - survived: not killed, but some extra input kills it: the report names those inputs.
 
 The score is killed / (killed + survived). The tolerance is proven in both directions: the
@@ -75,7 +77,8 @@ class MutationReport:
     low: LowPrecision
     extra: int  # generated inputs the survivors and equivalents were run on
     suggested: list[Candidate]  # few extra inputs that kill every survivor
-    stale: list[str]  # accepted ids that name no mutant left alive
+    stale: list[str]  # declared ids (accepted, equivalent) that name no such mutant
+    unexplained: list[str] = field(default_factory=list)  # equivalent ids without a reason
 
     def count(self, status: Status) -> int:
         return sum(1 for r in self.results if r.status == status)
@@ -98,7 +101,8 @@ class MutationReport:
     @property
     def ok(self) -> bool:
         """What validation asks: no survivor, a tolerance the low precision fails."""
-        return self.count("survived") == 0 and self.low.verdict == "WA" and not self.stale
+        return (self.count("survived") == 0 and self.low.verdict == "WA" and not self.stale
+                and not self.unexplained)
 
     def to_json(self) -> dict[str, Any]:
         margin = self.margin
@@ -146,10 +150,17 @@ def mutation_report(package: Package, *, limit: int = 24,
             results.append(MutantResult(run.mutant, "survived", [], "", worst))
     alive = [r for r in results if r.status == "survived"]
     extra = _search(package, alive, limit, background) if alive else 0
-    stale = sorted(set(accepted) - {r.mutant.id for r in results if r.status == "accepted"})
+    why = {e.id: e.reason for e in package.manifest.mutants.equivalent}
+    equivalent = [r for r in results if r.status == "equivalent"]
+    for r in equivalent:
+        if r.mutant.id in why:
+            r.reason = f"{why[r.mutant.id]} ({r.reason})"
+    unexplained = [r.mutant.id for r in equivalent if r.mutant.id not in why]
+    stale = sorted(set(accepted) - {r.mutant.id for r in results if r.status == "accepted"}
+                   | set(why) - {r.mutant.id for r in equivalent})
     kills = {r.mutant.id: r.kills for r in results if r.status == "survived"}
     return MutationReport(package.slug, results, low_precision(package, expected, background),
-                          extra, cover(kills), stale)
+                          extra, cover(kills), stale, unexplained)
 
 
 def _killed_reason(outcomes: list[Outcome], killed_by: list[str],

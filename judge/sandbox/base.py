@@ -156,6 +156,7 @@ def job_message(job: Job, plan: RunPlan, *, seccomp: bool, rlimits: dict) -> dic
         "code": job.code,
         "entry": job.entry,
         "expected_sizes": plan.expected_sizes,
+        "redraws": plan.redraws,
         "seccomp": seccomp,
         "rlimits": rlimits,
     }

@@ -68,6 +68,8 @@ class RunPlan:
     # may spend up to one more limit live, for compilation reported afterwards.
     compiles: bool = False
     wall_guard: float = WALL_GUARD
+    # Per test, how its Flax parameters are redrawn (judge/portable/flax_redraw.py), or None.
+    redraws: list[dict | None] = field(default_factory=list)
 
     def output_over(self, own_total: int) -> bool:
         total = own_total if self.shared_output is None else self.shared_output.total

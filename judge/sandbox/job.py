@@ -26,10 +26,14 @@ class Warmup:
     key: str
     source: str = field(compare=False, repr=False)
     cases: tuple[dict[str, Any], ...] = field(compare=False, repr=False, default=())
+    # Each redraw of the parameters the tests make ({spec, cases}: judge/portable/
+    # flax_redraw.py), run again under it.
+    redraws: tuple[dict[str, Any], ...] = field(compare=False, repr=False, default=())
 
     def message(self) -> dict[str, Any]:
         """As the sandbox reads it."""
-        return {"source": self.source, "cases": list(self.cases), "key": self.key}
+        return {"source": self.source, "cases": list(self.cases), "key": self.key,
+                "redraws": list(self.redraws)}
 
 
 @dataclass(frozen=True)

@@ -15,11 +15,13 @@ def _read(*names: str) -> str:
     return "\n\n".join((JUDGE / name).read_text(encoding="utf-8") for name in names)
 
 
-# What a sandbox runs, as one source (one namespace): the record of Flax's variables (shared
-# with the trusted side), the Flax shortcuts, the JAX part, the guard of those patches, the
-# lockdown, then the runner. Each comes after what it uses.
-RUNNER_PARTS = ("portable/flax_variables.py", "inside/runner_flax.py", "inside/runner_jax.py",
-                "inside/library_patches.py", "inside/lockdown.py", "inside/runner.py")
+# What a sandbox runs, as one source (one namespace): the record of Flax's variables and the
+# redraw of its parameters (both shared with the trusted side), the Flax shortcuts, the JAX
+# part, the guard of those patches, the lockdown, then the runner. Each comes after what it
+# uses.
+RUNNER_PARTS = ("portable/flax_variables.py", "portable/flax_redraw.py", "inside/runner_flax.py",
+                "inside/runner_jax.py", "inside/library_patches.py", "inside/lockdown.py",
+                "inside/runner.py")
 RUNNER_SOURCE = _read(*RUNNER_PARTS)
 # The fork server (bubblewrap) and the first process of a sandbox container.
 ZYGOTE_SOURCE = _read("inside/zygote.py")

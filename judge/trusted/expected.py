@@ -99,6 +99,7 @@ def test_key(package: Package, test: TestSpec, float64: bool = False,
     h.update(package.entry_point.encode())
     h.update(json.dumps(
         {"seed": test.seed, "params": test.params, "float64": float64,
+         "redraw": test.redraw.model_dump() if test.redraw else None,
          "versions": library_versions(), "code": code_hash()}, sort_keys=True).encode())
     return h.hexdigest()
 

@@ -99,7 +99,9 @@ def _reference_mutants(source: str) -> list[Mutant]:
 
 
 def _spec(test: TestSpec) -> str:
-    return json.dumps({"seed": test.seed, "params": test.params}, sort_keys=True)
+    return json.dumps({"seed": test.seed, "params": test.params,
+                       "redraw": test.redraw.model_dump() if test.redraw else None},
+                      sort_keys=True)
 
 
 def _key(package: Package, source: str, test: TestSpec, precision: str | None) -> str:

@@ -5,9 +5,10 @@ An item may name another trusted file (`module`: a packaged wrong answer, a know
 a mutant of the reference written to the cache, by absolute path). Such a file failing on a
 test is recorded (`<key>.failed`, "ExceptionType: message"), not fatal: the mistake is then
 simply not known on that test. An item may carry its own inputs (`spec`: JSON of `seed` and
-`params`, for inputs that are no test of the package) and a `precision` (`float16` or
-`bfloat16`: the float32 inputs, and a Flax model's variables, narrowed to it; the tolerance's
-check in the other direction)."""
+`params`, and its `redraw`, for inputs that are no test of the package) and a `precision`
+(`float16` or `bfloat16`: the float32 inputs, and a Flax model's variables, narrowed to it; the
+tolerance's check in the other direction). A test's `redraw` is applied to every item of it, as
+the sandbox applies it to a submission (judge/portable/flax_redraw.py)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from judge.portable.flax_redraw import ParamRedraw
 from judge.portable.flax_variables import InitRecorder
 
 WATCH_S = 0.5  # how often it checks that the judge that asked is still there
@@ -118,11 +120,14 @@ def main() -> None:
     package = load_package(request["package"], check_generator=False)
     entries: dict[str | None, Any] = {}
 
+    redraw = ParamRedraw()
+
     def entry_of(module: str | None) -> Any:
         if module not in entries:
             path = package.reference_path if module is None else package.path / module
             loaded = load_module(path, f"tj_trusted_{len(entries)}")
             entries[module] = getattr(loaded, package.entry_point)
+            redraw.install()  # once Flax is imported, if it is
         return entries[module]
 
     # The reference's Flax variables (paths and shapes), recorded as the sandbox records a
@@ -134,9 +139,11 @@ def main() -> None:
         if item.get("spec"):
             spec = json.loads(item["spec"])
             args = package.generator.generate(spec["seed"], **spec["params"])
+            drawn = spec.get("redraw")
         else:
             test = by_name[item["name"]]
             args = package.generator.generate(test.seed, **test.params)
+            drawn = test.redraw.model_dump() if test.redraw else None
         if float64:
             args = widen(args)
         precision = item.get("precision")
@@ -149,14 +156,16 @@ def main() -> None:
             entry = entry_of(None)
             recorder.install()
             recorder.take()
-            flat = to_float64(entry(**args))
+            with redraw.applied(drawn):
+                flat = to_float64(entry(**args))
             if not float64:
                 _write(out_dir / f"{item['key']}.variables.json",
                        json.dumps(recorder.take()).encode())
         else:
             try:
                 entry = entry_of(module)  # imported first: low_precision looks for Flax
-                with low_precision(precision) if precision else contextlib.nullcontext():
+                with (low_precision(precision) if precision else contextlib.nullcontext(),
+                      redraw.applied(drawn)):
                     flat = to_float64(entry(**args))
             except Exception as e:  # noqa: BLE001 - a mistake may fail where it fails
                 _write(out_dir / f"{item['key']}.failed", f"{type(e).__name__}: {e}".encode())

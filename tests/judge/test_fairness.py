@@ -31,12 +31,50 @@ pytestmark = [pytest.mark.sandbox, pytest.mark.slow]
 SPIN = "while True:\n    pass\n"
 
 
+PER_CALL = ("decoder-block-preln",
+            "problems/decoder-block-preln/submissions/accepted/jit_per_call.py")
+
+
+def _charges(res) -> tuple[float, float]:  # noqa: ANN001 - a JudgeResult
+    """CPU charged to the tests (less compilation) and compilation charged to the budget."""
+    cpu = compiled = 0.0
+    for t in res.tests:
+        c = min(t.compile_ms or 0.0, t.cpu_ms or 0.0)
+        cpu, compiled = cpu + (t.cpu_ms or 0.0) - c, compiled + c
+    return cpu, compiled
+
+
+def test_compilation_is_charged_the_same_alone_and_under_load(sandbox: BwrapSandbox):
+    """A submission that jits `init` and `apply` anew in every call: alone, then with a busy
+    process on every core, accepted both times and charged about the same compilation; the
+    part of each test that is not compilation stays charged to the test (on the wall clock,
+    a compilation stretched by the load swallowed the test's whole CPU time). First in the
+    module: its `busy` fixture is not running yet."""
+    if not _has_cpu_clock(sandbox):
+        pytest.skip("no CPU clock here")
+    package, code = _package(PER_CALL[0]), _solution(PER_CALL[1])
+    alone = judge(package, code, sandbox, samples_only=True, probes=False, split=False)
+    procs = [subprocess.Popen([sys.executable, "-c", SPIN]) for _ in range(os.cpu_count() or 1)]
+    try:
+        loaded = judge(package, code, sandbox, samples_only=True, probes=False, split=False)
+    finally:
+        for p in procs:
+            p.send_signal(signal.SIGKILL)
+            p.wait()
+    assert alone.verdict is Verdict.AC and loaded.verdict is Verdict.AC, loaded.to_dict()
+    (cpu_a, compile_a), (cpu_l, compile_l) = _charges(alone), _charges(loaded)
+    assert compile_a > 0 and 0.7 * compile_a < compile_l < 1.4 * compile_a, (compile_a,
+                                                                              compile_l)
+    assert cpu_l > 0.5 * cpu_a, (cpu_a, cpu_l)
+
+
 ACCEPTED = [
     ("decoder-block", "problems/decoder-block/submissions/accepted/jax_jit.py"),
     ("encoder-decoder", "problems/encoder-decoder/submissions/accepted/jax_jit.py"),
     # Flax, init and apply under jax.jit: the solution load made time out on the wall clock.
-    ("decoder-block-preln", "bench/solutions/decoder_block_preln_flax_jit.py"),
-    ("encoder-block", "bench/solutions/encoder_block_flax_jit.py"),
+    ("decoder-block-preln", "problems/decoder-block-preln/submissions/accepted/jit_per_shape.py"),
+    ("encoder-block", "problems/encoder-block/submissions/accepted/jit_per_shape.py"),
+    PER_CALL,
 ]
 
 

@@ -286,25 +286,9 @@ def test_notes_only_on_an_accepted_result():
     tests = package.select(True)
     no_bias = [p for p in REFERENCE_TREE if not p[0].endswith("Dense_0/bias")]
     results = [TestResult(t.name, Verdict.AC, variables=no_bias) for t in tests]
-    assert structure_notes(package, tests, JudgeResult(Verdict.AC, results))
+    (note,) = structure_notes(package, tests, JudgeResult(Verdict.AC, results))
+    # The package's hidden tests redraw the parameters: they will see it (test_redraw.py).
+    assert "The hidden tests that redraw the parameters" in note.detail
     assert structure_notes(package, tests, JudgeResult(Verdict.WA, results)) == []
     numpy_problem = load_package(ROOT / "problems" / "decoder-block")
     assert structure_notes(numpy_problem, tests, JudgeResult(Verdict.AC, results)) == []
-
-
-@pytest.mark.sandbox
-@pytest.mark.parametrize(("slug", "file", "title"), [
-    ("encoder-block", "encoder_block__no_biases.py",
-     "Your layers have no biases where the statement's have"),
-    ("decoder-block-preln", "decoder_block_preln__shared_layernorm.py",
-     "Your model has fewer LayerNorms than the statement's"),
-])
-def test_an_accepted_flax_structure_that_is_not_the_asked_for_one_gets_a_note(
-        sandbox, slug: str, file: str, title: str):
-    from judge.engine import judge
-
-    package = load_package(ROOT / "problems" / slug)
-    result = judge(package, (HERE / file).read_text(), sandbox, samples_only=True)
-    assert result.verdict is Verdict.AC and result.diagnosis == []
-    assert [n["title"] for n in result.to_dict()["notes"]] == [title]
-    assert "The tests cannot see it" in result.notes[0].detail

@@ -60,7 +60,11 @@ def test_shapes_missing_extra_and_wrapped():
     assert title.startswith("Parameters with other shapes")
     assert "`Dense_0/kernel` is (8, 32), the reference's (8, 16)" in detail
     title, detail = explain([x for x in REF if x[0] != "params/Dense_1/bias"], REF)
-    assert "the reference has `Dense_1/bias`, yours does not" in detail
+    assert title == "Your layers have no biases where the statement's have"
+    assert "`Dense_1`" in detail and "use_bias" in detail
+    extra = REF + [("params/Dense_2/kernel", (8, 8))]
+    title, detail = explain(extra, REF)
+    assert "yours has `Dense_2/kernel`, the reference's does not" in detail
     wrapped = [(p.replace("params/", "params/Block_0/"), s) for p, s in REF]
     title, detail = explain(wrapped, REF)
     assert title == "Your submodules are wrapped in another module" and "`Block_0/`" in detail

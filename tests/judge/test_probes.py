@@ -100,7 +100,7 @@ def test_every_accepted_submission_keeps_every_property(sandbox, problem):
                 break  # the first test every probe applies to
         run = _extra_runs(package, _code(sub.path), SandboxPool.around(sandbox))
         outs = run([args] + [d.args for d in derived],
-                   [prepared.expected[i].size] * (len(derived) + 1))
+                   [prepared.expected[i].size] * (len(derived) + 1), [None] * (len(derived) + 1))
         shape = prepared.shapes[i]
         assert outs[0] is not None, sub.label
         for d, out in zip(derived, outs[1:], strict=True):
