@@ -9,7 +9,7 @@ import sys
 
 import typer
 
-from app.cli.bench import bench_cmd
+from app.cli.bench import bench_cmd, fairness_cmd
 from app.cli.db import db_cli
 from app.cli.judging import judge_cmd
 from app.cli.problems import problems_cli
@@ -27,6 +27,7 @@ cli.command("serve")(serve_cmd)
 cli.command("worker")(worker_cmd)
 cli.command("rejudge")(rejudge_cmd)
 cli.command("bench")(bench_cmd)
+cli.command("fairness")(fairness_cmd)
 
 
 def main() -> None:

@@ -41,3 +41,28 @@ def bench_cmd(
                      cold_starts=cold_starts)
     typer.echo(text)
     typer.echo(f"written to {out}", err=True)
+
+
+def fairness_cmd(
+    problem: Annotated[list[str] | None, typer.Option(help="only these problems")] = None,
+    rounds: Annotated[int, typer.Option(min=1, help="judgements alone and loaded, each")] = 5,
+    out: Annotated[Path | None, typer.Option(help="also write the table here")] = None,
+) -> None:
+    """Judge every packaged accepted submission ROUNDS times alone and ROUNDS times under
+    load (a busy process on every core and another judgement beside it): fail unless each
+    is accepted every time and charged the same CPU and compilation loaded as alone."""
+    from app.bench_fairness import report, run
+    from app.cli.common import fail, open_sandbox
+    from app.settings import get_settings
+    from judge import discover
+
+    root = get_settings().problems_dir
+    slugs = problem or [p.name for p in discover(root)]
+    rows = run(root, slugs, rounds, open_sandbox(), lambda m: typer.echo(m, err=True))
+    text = report(rows, rounds)
+    typer.echo(text)
+    if out is not None:
+        out.write_text(text)
+    bad = [f"{r.case.slug} {r.case.label}" for r in rows if not r.ok]
+    if bad:
+        fail(f"{len(bad)} submissions judged otherwise under load: {', '.join(bad)}", 1)
