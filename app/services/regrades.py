@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import func, select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, aliased
 
 import judge
 from app.context import Context
@@ -155,11 +155,11 @@ def get(ctx: Context, actor: UserView, run_id: int) -> RunView:
 
 
 def _view(s: Session, run: RegradeRun) -> RunView:
+    original = aliased(Submission)
     rows = s.execute(select(RegradeItem, Submission, User.username)
                      .join(Submission, Submission.id == RegradeItem.preview_id)
-                     .join(User, User.id == (select(Submission.user_id)
-                                             .where(Submission.id == RegradeItem.submission_id)
-                                             .scalar_subquery()))
+                     .join(original, original.id == RegradeItem.submission_id)
+                     .join(User, User.id == original.user_id)
                      .where(RegradeItem.run_id == run.id).order_by(RegradeItem.id)).all()
     previews = _latest(s, [copy.id for _, copy, _ in rows])
     applied: dict[int, str] = {}

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, exists, func, select
-from sqlalchemy.orm import Session
+from sqlalchemy import ColumnElement, and_, func, select
+from sqlalchemy.orm import Session, aliased
 
 from app.db.models import Assignment, AssignmentProblem, CourseMember, Submission, utcnow
 
@@ -54,11 +54,11 @@ def _assignment_from() -> Any:
 def staff_sees(s: Session, viewer_id: int, submission_id: int) -> bool:
     """Whether the viewer is staff of a course an assignment of which the submission counts
     for."""
-    staff = (select(CourseMember.id).where(CourseMember.user_id == viewer_id,
-                                           CourseMember.course_id == Assignment.course_id,
-                                           CourseMember.role.in_(("instructor", "ta"))))
+    staff = aliased(CourseMember)
     q = (_assignment_from().join(Submission, Submission.id == submission_id)
-         .where(counts_for(), exists(staff.correlate(Assignment))).limit(1))
+         .join(staff, staff.course_id == Assignment.course_id)
+         .where(counts_for(), staff.user_id == viewer_id,
+                staff.role.in_(("instructor", "ta"))).limit(1))
     return s.execute(q).first() is not None
 
 
