@@ -61,6 +61,10 @@ def create_app(
             threading.Thread(target=samples.warm_samples, args=(ctx,),
                              name="warm-samples", daemon=True).start()
         app.state.pool = pool
+        if settings.course_upkeep_seconds > 0:
+            from app.course_upkeep import CourseUpkeep
+
+            CourseUpkeep(ctx, stop, settings.course_upkeep_seconds).start()
         try:
             yield
         finally:

@@ -99,3 +99,14 @@ def create_assignment(cid: CourseId, body: AssignmentIn, ctx: CtxDep, user: User
 def list_assignments(cid: CourseId, ctx: CtxDep, user: UserDep) -> list[AssignmentOut]:
     """The course's assignments, by due time (members)."""
     return [AssignmentOut.of(a) for a in assignments.list_for_course(ctx, user, cid)]
+
+
+@router.post("/courses/{cid}/roster", response_model=list[MemberOut],
+             responses=errors(401, 403, 404, 422, 502))
+def sync_roster(cid: CourseId, ctx: CtxDep, user: UserDep) -> list[MemberOut]:
+    """Add the learning platform's members of the course with their roles (instructors of a
+    course launched through LTI; Names and Role Provisioning Services)."""
+    from app.lti.launches import sync_roster
+
+    sync_roster(ctx, user, cid)
+    return [MemberOut.of(m) for m in courses.members(ctx, user, cid)]

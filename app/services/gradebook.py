@@ -9,7 +9,7 @@ The rules, in one place:
 - a submission not judged yet, or one the judge failed on (Internal Error), never scores
   zero: its cell has no points and says why (pending, judge failure), the row is incomplete
   and is not sent to the platform, and judge failures are rejudged
-  (`failed_submissions`, app/course_upkeep.py);
+  (app/course_upkeep.py);
 - no counted submission at all scores zero ("missing").
 """
 
@@ -196,18 +196,6 @@ def my_grade(ctx: Context, user: UserView, assignment_id: int
         row = replace(row, cells=tuple(
             replace(c, points=None, passed=None, total=None) for c in row.cells))
     return a, row
-
-
-def failed_submissions(s: Session, assignment_id: int) -> list[int]:
-    """Counted submissions whose current verdict is a judge failure, not yet rejudged
-    MAX_FAILURE_REJUDGES times."""
-    ids = [c.id for c in counted(s, assignment_id) if c.status == "done" and c.verdict == "IE"]
-    if not ids:
-        return []
-    tries = dict(s.execute(select(Judgement.submission_id, func.count())
-                           .where(Judgement.submission_id.in_(ids), Judgement.verdict == "IE")
-                           .group_by(Judgement.submission_id)).all())
-    return [i for i in ids if tries.get(i, 0) <= MAX_FAILURE_REJUDGES]
 
 
 # --- CSV ---------------------------------------------------------------------------------

@@ -328,3 +328,16 @@ def similarity_pair_page(request: Request, aid: int, first: int, second: int,
                       right=list(similarity.numbered(p.b.code, p.b.regions)))
 
     return _guarded(request, page)
+
+
+@router.post("/courses/{cid}/roster")
+def sync_roster(request: Request, cid: int, csrf: Annotated[str, Form()] = "") -> Response:
+    """The learning platform's roster (an LTI course's instructors)."""
+    def act(user: UserView) -> Response:
+        from app.lti.launches import sync_roster as sync
+
+        web_session.check_form(request, csrf)
+        sync(ctx_of(request), user, cid)
+        return _redirect(request, f"/courses/{cid}")
+
+    return _guarded(request, act)
