@@ -13,6 +13,7 @@ from app.cli.bench import bench_cmd
 from app.cli.courses import assignments_cli, courses_cli
 from app.cli.db import db_cli
 from app.cli.judging import judge_cmd
+from app.cli.lti import lti_cli
 from app.cli.problems import problems_cli
 from app.cli.service import serve_cmd, worker_cmd
 from app.cli.submissions import rejudge_cmd
@@ -25,6 +26,7 @@ cli.add_typer(users_cli, name="users")
 cli.add_typer(db_cli, name="db")
 cli.add_typer(courses_cli, name="courses")
 cli.add_typer(assignments_cli, name="assignments")
+cli.add_typer(lti_cli, name="lti")
 cli.command("judge")(judge_cmd)
 cli.command("serve")(serve_cmd)
 cli.command("worker")(worker_cmd)
