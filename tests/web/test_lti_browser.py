@@ -19,8 +19,10 @@ import pytest
 
 from tests.web.conftest import shot
 from tests.web.test_browser import AC_CODE, expect_title, replace_code, verdict
-from tests.web.test_course_browser import browser  # noqa: F401 - the module's browser
-from tests.web.test_course_browser import page_of  # noqa: F401 - the module's pages
+from tests.web.test_course_browser import (
+    browser,  # noqa: F401 - the module's browser
+    page_of,  # noqa: F401 - the module's pages
+)
 
 pytestmark = pytest.mark.browser
 
