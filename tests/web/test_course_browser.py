@@ -24,26 +24,25 @@ pytestmark = pytest.mark.browser
 def course_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """A server of this module's own: the `double` fixture problem only (the bundled ones
     are not needed), one embedded worker with the real sandbox."""
-    from tests.web.conftest import _browser_unavailable
-
-    why = _browser_unavailable()
-    if why:
-        pytest.skip(why)
+    from tests.web.conftest import require_browser
     from tests.web.liveserver import LiveServer
 
+    require_browser()
     server = LiveServer(tmp_path_factory.mktemp("courses"), bundled=False).start()
     yield server
     server.stop()
 
 
 @pytest.fixture
-def page_of(browser: Any, course_server: Any) -> Iterator[Any]:
+def page_of(chromium: Any, course_server: Any) -> Iterator[Any]:
+    """Pages in fresh browser contexts on this module's server; JavaScript errors fail the
+    test."""
     contexts: list[Any] = []
     errors: list[str] = []
 
     def make() -> Any:
-        context = browser.new_context(viewport={"width": 1280, "height": 900},
-                                      base_url=course_server.url, accept_downloads=True)
+        context = chromium.new_context(viewport={"width": 1280, "height": 900},
+                                       base_url=course_server.url, accept_downloads=True)
         context.set_default_timeout(20_000)
         contexts.append(context)
         page = context.new_page()
@@ -54,19 +53,6 @@ def page_of(browser: Any, course_server: Any) -> Iterator[Any]:
     for c in contexts:
         c.close()
     assert not errors, errors
-
-
-@pytest.fixture(scope="module")
-def browser(course_server: Any) -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    from tests.web.conftest import CHROMIUM, CHROMIUM_ARGS, SCREENSHOTS
-
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield b
-        b.close()
 
 
 def local(t: datetime) -> str:

@@ -19,10 +19,7 @@ import pytest
 
 from tests.web.conftest import shot
 from tests.web.test_browser import AC_CODE, expect_title, replace_code, verdict
-from tests.web.test_course_browser import (
-    browser,  # noqa: F401 - the module's browser
-    page_of,  # noqa: F401 - the module's pages
-)
+from tests.web.test_course_browser import page_of  # noqa: F401 - pages on this module's server
 
 pytestmark = pytest.mark.browser
 
@@ -31,12 +28,10 @@ pytestmark = pytest.mark.browser
 def course_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """The tool: a server of this module's own with the `double` problem and a real judge;
     grades go out every half second."""
-    from tests.web.conftest import _browser_unavailable
-
-    why = _browser_unavailable()
-    if why:
-        pytest.skip(why)
+    from tests.web.conftest import require_browser
     from tests.web.liveserver import LiveServer
+
+    require_browser()
 
     server = LiveServer(tmp_path_factory.mktemp("lti"), bundled=False,
                         course_upkeep_seconds=0.5).start()
