@@ -24,6 +24,7 @@ from app.lti.adapter import FastApiMessageLaunch, FastApiOIDCLogin, FastApiReque
 from app.services import assignments, courses, problems, users
 from app.services.errors import ServiceError
 from app.services.sessions import Session
+from app.services.users import UserView
 from app.web import session as web_session
 from app.web.routes import ctx_of, error_page, render
 
@@ -206,7 +207,7 @@ def _launch_course(ctx: Context, registration_id: int, body: dict[str, Any],
     return course_id
 
 
-def _chosen(ctx: Context, user: Any, course_id: int, choice: str) -> int:
+def _chosen(ctx: Context, user: UserView, course_id: int, choice: str) -> int:
     """An existing assignment (`assignment:ID`), or a new one-problem assignment of the
     course (`problem:SLUG`: open now, due in a week, 100 points, full feedback)."""
     kind, _, value = choice.partition(":")

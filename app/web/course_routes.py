@@ -11,6 +11,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import FormData
 
 from app.services import assignments, courses, gradebook, problems, regrades, similarity
@@ -182,13 +183,9 @@ def new_assignment(request: Request, cid: int) -> Response:
     return _guarded(request, page)
 
 
-async def _submitted(request: Request) -> FormData:
-    return await request.form()
-
-
 @router.post("/courses/{cid}/assignments")
 async def create_assignment(request: Request, cid: int) -> Response:
-    form = await _submitted(request)
+    form = await request.form()
 
     def act(user: UserView) -> Response:
         try:
@@ -198,8 +195,6 @@ async def create_assignment(request: Request, cid: int) -> Response:
             return _form_page(request, e.status, course_id=cid, values=_form_values(form),
                               error=e.message)
         return _redirect(request, f"/assignments/{a.id}")
-
-    from starlette.concurrency import run_in_threadpool
 
     return await run_in_threadpool(_guarded, request, act)
 
@@ -216,7 +211,7 @@ def edit_assignment(request: Request, aid: int) -> Response:
 
 @router.post("/assignments/{aid}/edit")
 async def update_assignment(request: Request, aid: int) -> Response:
-    form = await _submitted(request)
+    form = await request.form()
 
     def act(user: UserView) -> Response:
         a = assignments.get(ctx_of(request), user, aid)
@@ -227,8 +222,6 @@ async def update_assignment(request: Request, aid: int) -> Response:
             return _form_page(request, e.status, course_id=a.course_id,
                               values=_form_values(form), error=e.message, assignment_id=aid)
         return _redirect(request, f"/assignments/{aid}")
-
-    from starlette.concurrency import run_in_threadpool
 
     return await run_in_threadpool(_guarded, request, act)
 
