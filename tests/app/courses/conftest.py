@@ -1,5 +1,6 @@
-"""Fixtures of the course tests: the service tests' databases (SQLite and PostgreSQL), with
-the course tables emptied before each test too (tj_testlib.wipe empties the rest)."""
+"""Fixtures of the course tests: the service tests' databases (SQLite and PostgreSQL,
+tests/app/conftest.py), with the course tables emptied before each test too (tj_testlib.wipe
+empties the rest)."""
 
 from __future__ import annotations
 
@@ -13,21 +14,11 @@ from sqlalchemy import delete
 
 from app.context import Context
 from app.db.models import Course, LtiRegistration, LtiState
-from tests.app.conftest import (  # noqa: F401 - fixtures, found by name
-    admin,
-    base_ctx,
-    configure,
-    ctx,
-    pg_url,
-    session_dirs,
-    sqlite_url,
-    workers,
-)
 from tests.app.tj_testlib import register
 
 
 @pytest.fixture
-def client(ctx: Context) -> Iterator[TestClient]:  # noqa: F811
+def client(ctx: Context) -> Iterator[TestClient]:
     """The application without its course upkeep thread: the tests call its steps when
     they mean them to happen."""
     from app.main import create_app
@@ -38,7 +29,7 @@ def client(ctx: Context) -> Iterator[TestClient]:  # noqa: F811
 
 
 @pytest.fixture(autouse=True)
-def _no_courses(ctx: Context) -> Iterator[None]:  # noqa: F811
+def _no_courses(ctx: Context) -> Iterator[None]:
     with ctx.db.transaction() as s:
         for model in (Course, LtiRegistration, LtiState):
             s.execute(delete(model))
@@ -68,7 +59,7 @@ class Course_:
     """A course with an instructor, a teaching assistant and two learners, made through the
     API."""
 
-    def __init__(self, client: TestClient, prefix: str = "c"):  # noqa: F811
+    def __init__(self, client: TestClient, prefix: str = "c"):
         self.client = client
         self.instructor = register(client, f"{prefix}teach")
         self.ta = register(client, f"{prefix}assist")
