@@ -11,7 +11,15 @@ from typing import Any
 from fastapi import FastAPI
 
 from app import web
-from app.api import health, problem_details, problems, submissions, users
+from app.api import (
+    assignments,
+    courses,
+    health,
+    problem_details,
+    problems,
+    submissions,
+    users,
+)
 from app.context import Context
 from app.notify import PgListener
 from app.services import samples
@@ -53,6 +61,10 @@ def create_app(
             threading.Thread(target=samples.warm_samples, args=(ctx,),
                              name="warm-samples", daemon=True).start()
         app.state.pool = pool
+        if settings.course_upkeep_seconds > 0:
+            from app.course_upkeep import CourseUpkeep
+
+            CourseUpkeep(ctx, stop, settings.course_upkeep_seconds).start()
         try:
             yield
         finally:
@@ -75,7 +87,8 @@ def create_app(
     problem_details.install(app, max_body_bytes=max(1 << 20, 8 * settings.max_code_bytes),
                             not_found_page=web.not_found_page)
 
-    for r in (users.router, problems.router, submissions.router, health.router):
+    for r in (users.router, problems.router, submissions.router, courses.router,
+              assignments.router, health.router):
         app.include_router(r)
 
     web.install(app)  # the pages ("/", "/problems/…", …) and /static

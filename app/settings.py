@@ -88,6 +88,10 @@ class Settings(BaseSettings):
     argon2_time_cost: int = Field(default=3, ge=1)
     argon2_memory_kib: int = Field(default=65536, ge=8)
 
+    # Courses: how often each serving process rejudges assignment submissions the judge
+    # failed on and sends changed grades to learning platforms (0: never).
+    course_upkeep_seconds: float = Field(default=5.0, ge=0)
+
     log_level: str = "INFO"
     log_format: str = "json"  # json | text
 

@@ -123,3 +123,15 @@ def test_no_two_modules_import_each_other_in_a_circle() -> None:
     assert not circles, "\n".join(sorted(set(circles)))
     assert not any(m.startswith("app") for m in set().union(*(graph[m] for m in graph
                                                               if m.startswith("judge"))))
+
+
+# A module past this is doing more than one thing: split it (the judge's sandbox pool is
+# the judge's to split).
+MAX_APP_MODULE_LINES = 450
+
+
+def test_the_app_s_modules_stay_small() -> None:
+    long = sorted(f"{p.relative_to(REPO)}: {n} lines" for p in (REPO / "app").rglob("*.py")
+                  if (n := len(p.read_text(encoding="utf-8").splitlines()))
+                  > MAX_APP_MODULE_LINES)
+    assert not long, "split these:\n" + "\n".join(long)

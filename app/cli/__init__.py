@@ -10,8 +10,10 @@ import sys
 import typer
 
 from app.cli.bench import bench_cmd, fairness_cmd
+from app.cli.courses import assignments_cli, courses_cli
 from app.cli.db import db_cli
 from app.cli.judging import judge_cmd
+from app.cli.lti import lti_cli
 from app.cli.problems import problems_cli
 from app.cli.service import serve_cmd, worker_cmd
 from app.cli.submissions import rejudge_cmd
@@ -22,6 +24,9 @@ cli = typer.Typer(add_completion=False, no_args_is_help=True, help="tensorjudge:
 cli.add_typer(problems_cli, name="problems")
 cli.add_typer(users_cli, name="users")
 cli.add_typer(db_cli, name="db")
+cli.add_typer(courses_cli, name="courses")
+cli.add_typer(assignments_cli, name="assignments")
+cli.add_typer(lti_cli, name="lti")
 cli.command("judge")(judge_cmd)
 cli.command("serve")(serve_cmd)
 cli.command("worker")(worker_cmd)

@@ -242,3 +242,179 @@ class WorkerRow(Base):
     heartbeat_at: Mapped[datetime] = mapped_column(default=utcnow, index=True)
     current_submission_id: Mapped[int | None]
     judged: Mapped[int] = mapped_column(Integer, default=0)
+
+
+# --- courses (app/services/courses.py, assignments.py, gradebook.py, regrades.py) ---------
+
+
+class Course(Base):
+    """A class brought to the judge: staff and learners, who join by `invite_code` or through
+    an LTI launch from the learning platform's context (`lti_registration_id`, `lti_context_id`)."""
+
+    __tablename__ = "courses"
+    __table_args__ = (UniqueConstraint("lti_registration_id", "lti_context_id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    title: Mapped[str] = mapped_column(String(200))
+    invite_code: Mapped[str] = mapped_column(String(32), unique=True)
+    lti_registration_id: Mapped[int | None] = mapped_column(
+        ForeignKey("lti_registrations.id", ondelete="SET NULL"))
+    lti_context_id: Mapped[str | None] = mapped_column(String(255))
+    # The platform's roster (Names and Role Provisioning Services), from the last launch.
+    lti_memberships_url: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class CourseMember(Base):
+    __tablename__ = "course_members"
+    __table_args__ = (UniqueConstraint("course_id", "user_id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    course_id: Mapped[int] = mapped_column(ForeignKey("courses.id", ondelete="CASCADE"))
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    role: Mapped[str] = mapped_column(String(16))  # instructor | ta | learner
+    joined_via: Mapped[str] = mapped_column(String(16))  # invite | lti | roster | staff
+    joined_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class Assignment(Base):
+    """Problems with an opening time, a due time and a late policy. A learner's submission of
+    one of its problems made between `opens_at` and its close counts for it (services/scope.py)."""
+
+    __tablename__ = "assignments"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    course_id: Mapped[int] = mapped_column(ForeignKey("courses.id", ondelete="CASCADE"),
+                                           index=True)
+    title: Mapped[str] = mapped_column(String(200))
+    opens_at: Mapped[datetime]
+    due_at: Mapped[datetime]
+    late_until: Mapped[datetime | None]  # the last moment a late submission counts
+    late_penalty_pct: Mapped[float] = mapped_column(Float, default=0.0)  # per day late
+    scoring: Mapped[str] = mapped_column(String(8), default="best")  # best | last
+    feedback: Mapped[str] = mapped_column(String(8), default="full")  # full | exam
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+    problems: Mapped[list[AssignmentProblem]] = relationship(
+        order_by="AssignmentProblem.position", cascade="all, delete-orphan")
+
+
+class AssignmentProblem(Base):
+    __tablename__ = "assignment_problems"
+    __table_args__ = (UniqueConstraint("assignment_id", "problem_id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    assignment_id: Mapped[int] = mapped_column(
+        ForeignKey("assignments.id", ondelete="CASCADE"))
+    problem_id: Mapped[int] = mapped_column(ForeignKey("problems.id", ondelete="CASCADE"),
+                                            index=True)
+    position: Mapped[int]
+    points: Mapped[float] = mapped_column(Float)
+
+
+class RegradeRun(Base):
+    """A regrade of an assignment's submissions of one problem against `version_id`: first a
+    preview (each submission judged again as a hidden copy), then, when applied, a rejudge."""
+
+    __tablename__ = "regrade_runs"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    assignment_id: Mapped[int] = mapped_column(
+        ForeignKey("assignments.id", ondelete="CASCADE"), index=True)
+    problem_id: Mapped[int] = mapped_column(ForeignKey("problems.id", ondelete="CASCADE"))
+    version_id: Mapped[int] = mapped_column(ForeignKey("problem_versions.id"))
+    requested_by: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    applied_at: Mapped[datetime | None]
+
+
+class RegradeItem(Base):
+    __tablename__ = "regrade_items"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("regrade_runs.id", ondelete="CASCADE"),
+                                        index=True)
+    submission_id: Mapped[int] = mapped_column(ForeignKey("submissions.id", ondelete="CASCADE"))
+    # The hidden copy judged against the new version (mode "preview", owned by nobody's
+    # account); its judgement is the preview's verdict.
+    preview_id: Mapped[int] = mapped_column(ForeignKey("submissions.id", ondelete="CASCADE"))
+    before_verdict: Mapped[str | None] = mapped_column(String(4))
+    before_passed: Mapped[int | None]
+    before_total: Mapped[int | None]
+
+
+# --- LTI 1.3 (app/lti/) ------------------------------------------------------------------
+
+
+class LtiRegistration(Base):
+    """A learning platform this tool is registered with: its issuer and our client id there,
+    its endpoints, its deployments, and the key pair this tool signs with for it."""
+
+    __tablename__ = "lti_registrations"
+    __table_args__ = (UniqueConstraint("issuer", "client_id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    issuer: Mapped[str] = mapped_column(String(255))
+    client_id: Mapped[str] = mapped_column(String(255))
+    auth_login_url: Mapped[str] = mapped_column(Text)
+    auth_token_url: Mapped[str] = mapped_column(Text)
+    key_set_url: Mapped[str] = mapped_column(Text)
+    auth_audience: Mapped[str | None] = mapped_column(Text)
+    deployment_ids: Mapped[list[Any]]
+    tool_private_key: Mapped[str] = mapped_column(Text)
+    tool_public_key: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class LtiUser(Base):
+    """A platform's user (`sub`) and the account it signs in as."""
+
+    __tablename__ = "lti_users"
+    __table_args__ = (UniqueConstraint("registration_id", "subject"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    registration_id: Mapped[int] = mapped_column(
+        ForeignKey("lti_registrations.id", ondelete="CASCADE"))
+    subject: Mapped[str] = mapped_column(String(255))
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+
+
+class LtiLink(Base):
+    """A platform's resource link launching an assignment, and the line item its grades go to
+    (Assignment and Grade Services)."""
+
+    __tablename__ = "lti_links"
+    __table_args__ = (UniqueConstraint("registration_id", "resource_link_id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    registration_id: Mapped[int] = mapped_column(
+        ForeignKey("lti_registrations.id", ondelete="CASCADE"))
+    resource_link_id: Mapped[str] = mapped_column(String(255))
+    assignment_id: Mapped[int] = mapped_column(ForeignKey("assignments.id", ondelete="CASCADE"),
+                                               index=True)
+    ags: Mapped[dict[str, Any] | None]  # the launch's AGS endpoint claim
+
+
+class LtiGrade(Base):
+    """What was last sent to the platform for a learner on a link."""
+
+    __tablename__ = "lti_grades"
+    __table_args__ = (UniqueConstraint("link_id", "user_id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    link_id: Mapped[int] = mapped_column(ForeignKey("lti_links.id", ondelete="CASCADE"))
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    sent_points: Mapped[float | None] = mapped_column(Float)
+    sent_at: Mapped[datetime | None]
+    error: Mapped[str | None] = mapped_column(Text)
+
+
+class LtiState(Base):
+    """pylti1p3's launch data (nonces, states, validated launches) kept between the OIDC login
+    and the launch, whichever server answers each."""
+
+    __tablename__ = "lti_state"
+
+    key: Mapped[str] = mapped_column(String(255), primary_key=True)
+    value: Mapped[dict[str, Any]]
+    expires_at: Mapped[datetime] = mapped_column(index=True)

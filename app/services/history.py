@@ -12,7 +12,7 @@ from sqlalchemy import func, select
 
 from app.context import Context
 from app.db.models import Judgement, Problem, Submission, TestResultRow
-from app.services import problems
+from app.services import problems, scope
 from app.services.users import UserView
 from judge import parse_source
 
@@ -53,7 +53,8 @@ def list_history(ctx: Context, user: UserView, *, problem: str | None = None,
     slowest = (select(TestResultRow.judgement_id, func.max(TestResultRow.time_ms).label("ms"))
                .group_by(TestResultRow.judgement_id).subquery())
     q = (select(Submission.id, Submission.mode, Submission.status, Submission.verdict,
-                Submission.code, Submission.created_at, Problem.slug, Judgement.passed,
+                Submission.code, Submission.created_at, Submission.problem_id, Problem.slug,
+                Judgement.passed,
                 Judgement.total, slowest.c.ms)
          .join(Problem, Problem.id == Submission.problem_id)
          .outerjoin(newest, newest.c.submission_id == Submission.id)
@@ -70,17 +71,21 @@ def list_history(ctx: Context, user: UserView, *, problem: str | None = None,
         q = q.where(Submission.id < before)
     with ctx.db.transaction() as s:
         rows = s.execute(q.order_by(Submission.id.desc()).limit(limit)).all()
+        exams = scope.open_exams(s, user.id) if rows else []
     out = []
     for r in rows:
         done = r.status == "done"
+        # During an exam the list shows its submissions' verdicts only (services/scope.py).
+        veiled = scope.veil_until(exams, problem_id=r.problem_id, created_at=r.created_at,
+                                  mode=r.mode) is not None
         out.append({
             "id": r.id, "problem": r.slug, "mode": r.mode, "status": r.status,
             "verdict": r.verdict if done else None,
             "created_at": r.created_at.isoformat(),
             "framework": framework_of(r.code),
-            "time_ms": r.ms if done else None,
+            "time_ms": r.ms if done and not veiled else None,
             "score": ({"passed": r.passed, "total": r.total}
-                      if done and r.total is not None else None),
+                      if done and r.total is not None and not veiled else None),
         })
     return out
 

@@ -7,11 +7,12 @@ from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import func, select, update
+from sqlalchemy.orm import Session
 
 import judge
 from app.context import Context
 from app.db.models import Judgement, Problem, ProblemVersion, Submission, User, utcnow
-from app.services import problems
+from app.services import problems, scope
 from app.services.arrivals import Arrival
 from app.services.errors import Invalid, NotFound, QueueFull, RateLimited, TooLarge
 from app.services.queue import announce, notify_in
@@ -134,21 +135,41 @@ def get(ctx: Context, user: UserView, submission_id: int) -> dict[str, Any]:
             .join(User, User.id == Submission.user_id)
             .join(ProblemVersion, ProblemVersion.id == Submission.version_id)
             .where(Submission.id == submission_id)).first()
-        if row is None or (row[0].user_id != user.id and not user.is_admin):
+        if row is None or not _may_see(s, user, row[0]):
             raise NotFound(f"no submission {submission_id}")
         sub, slug, username, number = row
         judgements = list(s.scalars(select(Judgement).where(Judgement.submission_id == sub.id)
                                     .order_by(Judgement.id)))
-        return _view(sub, slug, username, judgements, number, full=True)
+        view = _view(sub, slug, username, judgements, number, full=True)
+        return _veiled(s, user, sub, view)
+
+
+def _may_see(s: Session, user: UserView, sub: Submission) -> bool:
+    """Its owner, an admin, and the staff of a course it counts for (services/scope.py).
+    A regrade's hidden copy is nobody's to see here (services/regrades.py shows it)."""
+    if sub.mode not in MODES:
+        return False
+    return sub.user_id == user.id or user.is_admin or scope.staff_sees(s, user.id, sub.id)
+
+
+def _veiled(s: Session, user: UserView, sub: Submission, view: dict[str, Any]) -> dict[str, Any]:
+    """What its author sees of it during an exam that it counts for (services/scope.py)."""
+    if sub.user_id != user.id or sub.mode != "submit":
+        return view
+    until = scope.veil_until(scope.open_exams(s, user.id), problem_id=sub.problem_id,
+                             created_at=sub.created_at, mode=sub.mode)
+    return view if until is None else scope.veil(view, until)
 
 
 def status_of(ctx: Context, user: UserView, submission_id: int) -> str:
     """Only the status (cheap, for waiting loops); NotFound as for get()."""
     with ctx.db.transaction() as s:
-        row = s.execute(select(Submission.status, Submission.user_id)
+        row = s.execute(select(Submission.status, Submission.user_id, Submission.mode)
                         .where(Submission.id == submission_id)).first()
-    if row is None or (row[1] != user.id and not user.is_admin):
-        raise NotFound(f"no submission {submission_id}")
+        if row is None or row[2] not in MODES or (
+                row[1] != user.id and not user.is_admin
+                and not scope.staff_sees(s, user.id, submission_id)):
+            raise NotFound(f"no submission {submission_id}")
     return row[0]
 
 
@@ -174,14 +195,22 @@ def list_for(ctx: Context, user: UserView, *, problem: str | None = None, limit:
                       .group_by(Judgement.submission_id))
             for j in s.scalars(select(Judgement).where(Judgement.id.in_(newest))):
                 last[j.submission_id] = j
-        return [_view(sub, slug, user.username, [last[sub.id]] if sub.id in last else [],
-                      number, full=False)
-                for sub, slug, number in rows]
+        exams = scope.open_exams(s, user.id) if rows else []
+        out = []
+        for sub, slug, number in rows:
+            view = _view(sub, slug, user.username, [last[sub.id]] if sub.id in last else [],
+                         number, full=False)
+            until = scope.veil_until(exams, problem_id=sub.problem_id,
+                                     created_at=sub.created_at, mode=sub.mode)
+            out.append(view if until is None else scope.veil(view, until))
+        return out
 
 
-def rejudge(ctx: Context, submission_ids: list[int], *, latest_version: bool = True) -> int:
+def rejudge(ctx: Context, submission_ids: list[int], *, latest_version: bool = True,
+            version_id: int | None = None) -> int:
     """Queue submissions again. The old judgements stay; the new one is added. With
-    `latest_version` the new judgement uses the problem's current version."""
+    `latest_version` the new judgement uses the problem's current version; with
+    `version_id`, that version (a regrade applies the version it previewed)."""
     if not submission_ids:
         return 0
     now = utcnow()
@@ -194,7 +223,9 @@ def rejudge(ctx: Context, submission_ids: list[int], *, latest_version: bool = T
             status="queued", verdict=None, fence=Submission.fence + 1, attempts=0,
             lease_owner=None, lease_expires_at=None, queued_at=now, available_at=now,
             started_at=None, finished_at=None, last_error=None)
-        if latest_version:
+        if version_id is not None:
+            values["version_id"] = version_id
+        elif latest_version:
             newest = (select(ProblemVersion.id)
                       .where(ProblemVersion.problem_id == Submission.problem_id)
                       .order_by(ProblemVersion.number.desc()).limit(1).scalar_subquery())

@@ -12,10 +12,14 @@ from app.web.views import STATIC_DIR
 
 def install(app: FastAPI) -> None:
     """Mount the pages and their static files (/static) on the application."""
+    from app.lti.routes import router as lti_router
+    from app.web.course_routes import router as course_router
     from app.web.problem_routes import router as problem_router
     from app.web.routes import router
 
     app.include_router(problem_router)
+    app.include_router(course_router)
+    app.include_router(lti_router)
     app.include_router(router)
     app.mount("/static", StaticFiles(directory=str(STATIC_DIR)), name="static")
 

@@ -66,7 +66,7 @@ def _safe_next(value: str | None) -> str:
     return value
 
 
-def _signin_redirect(request: Request) -> Response:
+def signin_redirect(request: Request) -> Response:
     nxt = request.url.path + (f"?{request.url.query}" if request.url.query else "")
     return web_session.apply_cookie(
         request, RedirectResponse(f"/signin?next={quote(nxt)}", status_code=303))
@@ -104,7 +104,7 @@ def my_submissions(
     filtered by problem and verdict."""
     st = web_session.state(request)
     if st.user is None:
-        return _signin_redirect(request)
+        return signin_redirect(request)
     ctx = ctx_of(request)
     limit = 50
     verdict = verdict if verdict == history.PENDING or (verdict and views.is_verdict(verdict)) \
@@ -121,7 +121,7 @@ def my_submissions(
 def submission_page(request: Request, sid: int,
                     test: Annotated[str | None, Query()] = None) -> Response:
     if web_session.state(request).user is None:
-        return _signin_redirect(request)
+        return signin_redirect(request)
     view = _submission(request, sid)
     if view is None:
         return not_found(request, f"There is no submission #{sid} of yours.")

@@ -291,6 +291,8 @@ def result_context(view: dict[str, Any], pending: list[str], wanted: str | None 
         "finished_at": view.get("finished_at"),
         "user": view.get("user"),
         "attempts": view.get("attempts"),
+        # An exam hides the details until then (app/services/scope.py).
+        "veiled_until": view.get("veiled_until"),
     }
 
 

@@ -113,8 +113,20 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     server.stop()
 
 
+def require_browser() -> None:
+    """Skip without Chromium or Playwright (fail under CI)."""
+    why = _browser_unavailable()
+    if why:
+        if os.environ.get("CI"):
+            pytest.fail(why)
+        pytest.skip(why)
+
+
 @pytest.fixture(scope="session")
-def browser(live_server: Any) -> Iterator[Any]:
+def chromium() -> Iterator[Any]:
+    """The one Chromium of the worker process (Playwright's sync API allows one at a time),
+    for whichever server a test drives."""
+    require_browser()
     from playwright.sync_api import sync_playwright
 
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
@@ -122,6 +134,11 @@ def browser(live_server: Any) -> Iterator[Any]:
         b = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         yield b
         b.close()
+
+
+@pytest.fixture(scope="session")
+def browser(live_server: Any, chromium: Any) -> Any:
+    return chromium
 
 
 @pytest.fixture
