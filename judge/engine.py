@@ -76,6 +76,7 @@ def judge(
     on_test: Callable[[int, TestResult], None] | None = None,
     split: bool = True,
     probes: bool = True,
+    extra_runs: bool = True,
 ) -> JudgeResult:
     """Judge `code` against `package`. Faults of the judge itself come back as IE.
 
@@ -83,9 +84,10 @@ def judge(
     the returned result is the authority. `split`: a pool may judge a Submit in two idle
     sandboxes at once (the caller says no when other submissions are waiting: the second
     sandbox would be taken from them). A result that is not AC carries its diagnosis (with
-    `probes`, the package's property probes run the submission once more), an accepted one
-    its notes (judge/diagnosis/notes.py); every result says what judged it (`environment`)
-    and where its time went (`timing`)."""
+    `probes`, the package's property probes run too; without `extra_runs`, the submission
+    runs no more than the judgement: neither probes nor the location's variants), an
+    accepted one its notes (judge/diagnosis/notes.py); every result says what judged it
+    (`environment`) and where its time went (`timing`)."""
     t0 = time.monotonic()
     watch = Stopwatch()
     pool = SandboxPool.around(sandbox)
@@ -106,8 +108,8 @@ def judge(
             result.diagnosis = diagnose(Case(package, prepared.tests, prepared.expected,
                                              prepared.shapes, result, tol, pool, code,
                                              prepared.args,
-                                             _extra_runs(package, code, pool) if probes
-                                             else None))
+                                             _extra_runs(package, code, pool) if extra_runs
+                                             else None, probes=probes))
         except Exception:  # noqa: BLE001 - a diagnosis never turns a verdict into an error
             log.exception("diagnosing a submission to %s failed", package.slug)
         result.diagnosis_ms = (time.monotonic() - t1) * 1000.0

@@ -28,6 +28,7 @@ from judge.sandbox.job import Kind
 from judge.sandbox.pool import SandboxPool
 from judge.trusted.expected import expected_outputs, missing_outputs
 from judge.trusted.known_mistakes import bank, mutant_bank, prepare_mutant_banks
+from judge.trusted.variant_outputs import prepare_variant_bank, variant_bank
 
 # The records keep the logger name they had while this lived in the workers (app.worker).
 log = logging.getLogger("tensorjudge.worker")
@@ -129,12 +130,17 @@ class Startup:
         for package in packages:
             steps.append(_Step(package.content_hash, "trusted outputs",
                                partial(_compute_trusted_outputs, package)))
-        # Last: only a wrong answer's naming needs the mutants' outcomes.
+        # Last: only a wrong answer's naming and location need the mutants' outcomes and the
+        # reference's switched-off variants.
         mutant_steps = [_Step(package.content_hash, "mutant outcomes",
                               partial(prepare_mutant_banks, [package], self.stopping),
                               in_process=True)
                         for package in packages]
-        return steps + later + mutant_steps
+        variant_steps = [_Step(package.content_hash, "sub-layer variants",
+                               partial(prepare_variant_bank, package),
+                               in_process=True)
+                         for package in packages]
+        return steps + later + mutant_steps + variant_steps
 
     def _next(self, steps: list[_Step]) -> int:
         """The first step of the problem a job asked for most recently, else the first."""
@@ -250,6 +256,7 @@ def prepare_ahead(package: Package, sandbox: SandboxPool) -> Prepared:
     expected_outputs(package, package.tests)
     bank(package, package.tests)
     mutant_bank(package, wait=True)
+    variant_bank(package, wait=True)
     return Prepared(package.slug, kinds, failed, t1 - t0, time.monotonic() - t1)
 
 

@@ -150,12 +150,22 @@ def validate(
                 why = (failing.message if failing else None) or res.message or ""
                 detail += f"; want {want.value}: {why[:300]}"
             elif want is Verdict.WA:
-                # The bank proves itself: each wrong answer is named first by its own title.
+                # The bank proves itself: each wrong answer is named first by its own title,
+                # and located (where the package has sub-layers), or its parameter tree told
+                # apart; a name the location contradicts is not shown (diagnose.py).
                 own = package.mistakes[label.split("/", 1)[1]].title
                 first = res.diagnosis[0].title if res.diagnosis else None
                 ok = first == own
                 detail += f"; named: {first!r}" if ok else \
                     f"; want it named {own!r} first, got {[f.title for f in res.diagnosis]}"
+                kinds = {f.kind for f in res.diagnosis}
+                if package.manifest.location is not None and not kinds & {"location",
+                                                                            "parameters"}:
+                    ok = False
+                    detail += "; not located"
+                where = next((f.title for f in res.diagnosis if f.kind == "location"), None)
+                if where:
+                    detail += f"; located: {where!r}"
             elif want is Verdict.AC and res.diagnosis:
                 ok = False
                 detail += f"; an accepted submission got findings: {res.diagnosis[0].title!r}"
@@ -192,6 +202,19 @@ def _note_mutation(mutation: MutationReport, note: Callable[[str, bool, str], No
             "equivalent): " + ", ".join(mutation.stale)
     note("every mutant killed, equivalent or accepted", not survivors and not mutation.stale,
          detail)
+    if mutation.locating:
+        wrong = mutation.wrong_answers
+        misplaced = [r for r in mutation.misplaced if r.located is not None]
+        unlocated = [r for r in mutation.misplaced if r.located is None]
+        detail = f"{len(wrong) - len(mutation.misplaced)} of {len(wrong)} located where they sit"
+        if unlocated:
+            detail += "; not located: " + "; ".join(f"{r.mutant.id} {r.mutant.title}"
+                                                   for r in unlocated[:5])
+        if misplaced:
+            detail += "; located elsewhere: " + "; ".join(
+                f"{r.mutant.id} {r.mutant.title} (located: {', '.join(r.located.wrong)})"
+                for r in misplaced[:5] if r.located is not None)
+        note("every killed mutant located where it sits", not misplaced, detail)
     unexplained = ", ".join(mutation.unexplained)
     note("every equivalent mutant says why", not mutation.unexplained,
          f"equivalent, with no [[mutants.equivalent]] reason in problem.toml: {unexplained}"

@@ -89,7 +89,21 @@ def clean_text(s: str | None) -> str | None:
 # Which limit a test met (TLE: its CPU time, the wall-clock guard, the wall clock where the
 # sandbox has no CPU clock, the submission's compile budget; MLE: memory).
 LimitHit = Literal["cpu", "wall_guard", "wall", "compile_budget", "memory"]
-FindingKind = Literal["known-mistake", "parameters", "property", "numeric", "error"]
+FindingKind = Literal["location", "known-mistake", "parameters", "property", "numeric",
+                      "error"]
+
+
+@dataclass(frozen=True)
+class Part:
+    """One sub-layer of a block as a location finding draws it: whether it agrees with the
+    reference's (None: not told apart)."""
+
+    name: str
+    title: str
+    agrees: bool | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "title": self.title, "agrees": self.agrees}
 
 
 @dataclass(frozen=True)
@@ -101,10 +115,18 @@ class Finding:
     title: str  # one line naming the mistake in plain words
     detail: str  # what to change, and where the statement warns about it
     tests: list[str] = field(default_factory=list)  # names of the tests it explains
+    # A location's sub-layers, in the order the stream meets them (and the rest, last).
+    parts: list[Part] = field(default_factory=list)
+    # Where the mistake it names sits (the reference's site labels: judge/mutants/), so that
+    # a name that contradicts the location is not shown; in memory only.
+    sites: tuple[str, ...] = field(default=(), compare=False)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "title": self.title, "detail": self.detail,
-                "tests": list(self.tests)}
+        out: dict[str, Any] = {"kind": self.kind, "title": self.title, "detail": self.detail,
+                               "tests": list(self.tests)}
+        if self.parts:
+            out["parts"] = [p.to_dict() for p in self.parts]
+        return out
 
 
 @dataclass(frozen=True)

@@ -79,17 +79,32 @@ class SubmissionSummary(Open):
     score: dict[str, int] | None = None
 
 
+class PartOut(Open):
+    """One sub-layer of the block, as a location finding draws it."""
+
+    name: str
+    title: str = Field(description="as the text names it: 'the cross-attention'")
+    agrees: bool | None = Field(description="whether it computes what the reference's does "
+                                "(null: not told apart)")
+
+
 class FindingOut(Open):
     """What a wrong submission most likely got wrong. Findings never change a verdict."""
 
-    kind: Literal["known-mistake", "parameters", "property", "numeric", "error"] = Field(
-        description="which mechanism found it: known-mistake (the output matches a packaged "
+    kind: Literal["location", "known-mistake", "parameters", "property", "numeric",
+                  "error"] = Field(
+        description="which mechanism found it: location (the sub-layer the mistake is in, "
+        "found by switching sub-layers off in the submission and the reference alike), "
+        "known-mistake (the output matches a packaged "
         "wrong answer's), parameters (the Flax parameter tree differs from the reference's), "
         "property (a property probe failed), numeric (overflow, NaN, a scale factor, a "
         "transpose) or error (what a runtime error most likely means)")
     title: str = Field(description="one line naming the mistake in plain words")
     detail: str = Field(description="what to change, and where the statement warns about it")
     tests: list[str] = Field(description="names of the tests it explains")
+    parts: list[PartOut] = Field(default_factory=list, description=(
+        "location: the block's sub-layers in the order the stream meets them, then what is "
+        "left with all of them off (`rest`)"))
 
 
 class NoteOut(Open):

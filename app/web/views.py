@@ -202,6 +202,7 @@ def pick_heatmap_test(result: dict[str, Any] | None, wanted: str | None
 
 
 FINDING_KIND_WORDS = {
+    "location": "Where",
     "known-mistake": "Known mistake",
     "parameters": "Parameters",
     "property": "Property",
@@ -220,7 +221,9 @@ def findings(result: dict[str, Any] | None) -> list[dict[str, Any]]:
         kind = str(f.get("kind") or "")
         out.append({"kind": kind, "kind_words": FINDING_KIND_WORDS.get(kind, kind),
                     "title": str(f["title"]), "detail": str(f.get("detail") or ""),
-                    "tests": [str(t) for t in f.get("tests") or []]})
+                    "tests": [str(t) for t in f.get("tests") or []],
+                    "parts": [{"title": str(p.get("title") or ""), "agrees": p.get("agrees")}
+                              for p in f.get("parts") or [] if isinstance(p, dict)]})
     return out
 
 

@@ -12,6 +12,20 @@ from judge.verdicts import JudgeResult, Verdict
 
 
 @dataclass
+class Extra:
+    """Arguments to run through the submission after its verdict, in the one sandbox job the
+    diagnosis's sources share: each set with its output's size and its redraw of the Flax
+    parameters (None: Flax's own)."""
+
+    args: list[dict] = field(default_factory=list)
+    sizes: list[int] = field(default_factory=list)
+    redraws: list[dict | None] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.args)
+
+
+@dataclass
 class Case:
     """A judged submission, as the finding sources need it."""
 
@@ -29,6 +43,7 @@ class Case:
     # Runs argument sets through the submission (each with its test's redraw of the Flax
     # parameters, or None): one flat output, or None, per set (probes.py RunArgs).
     run: Callable[[list[dict], list[int], list[dict | None]], list[np.ndarray | None]] | None = None
+    probes: bool = True  # the package's property probes are run (with `run`)
 
     @property
     def failed(self) -> list[int]:

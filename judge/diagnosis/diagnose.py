@@ -13,10 +13,11 @@ from collections.abc import Callable
 
 from judge.compare import hints
 from judge.diagnosis.case import Case
+from judge.diagnosis.location import consistent, location, location_plan
 from judge.diagnosis.mistakes import Observed, name_mistakes
 from judge.diagnosis.mutant_names import Seen, name_by_mutants
 from judge.diagnosis.params import parameters
-from judge.diagnosis.probes import probe_findings
+from judge.diagnosis.probes import probe_findings, probe_plan
 from judge.diagnosis.size_mixups import size_mixups
 from judge.trusted.known_mistakes import KnownMistake, bank, mutant_bank
 from judge.verdicts import Finding, Verdict
@@ -109,15 +110,31 @@ def numeric(case: Case) -> list[Finding]:
             for k, names in sorted(seen.items(), key=lambda kv: list(_NUMERIC).index(kv[0]))]
 
 
+def extra_runs(case: Case) -> list[Finding]:
+    """The findings that run the submission once more (the location's switched-off
+    variants, the property probes' derived inputs): in one sandbox job together."""
+    jobs, probed = probe_plan(case)
+    plan, located = location_plan(case)
+    if case.run is None or not (len(probed) + len(located)):
+        return []
+    outs = case.run(probed.args + located.args, probed.sizes + located.sizes,
+                    probed.redraws + located.redraws)
+    found = probe_findings(case, jobs, outs[:len(probed)])
+    if plan is not None:
+        found += location(case, plan, outs[len(probed):])
+    return found
+
+
 # Every source of findings, in no particular order (`ordered` sorts by certainty).
-SOURCES: list[Callable[[Case], list[Finding]]] = [known_mistakes, parameters, probe_findings,
+SOURCES: list[Callable[[Case], list[Finding]]] = [known_mistakes, extra_runs, parameters,
                                                    numeric, size_mixups]
 
 
-# Most certain first: an output equal to a known mistake's is near proof; a parameter tree
-# that differs is a fact about the code; a broken property is a fact about the outputs; numeric
-# and error hints are readings of symptoms.
-KIND_ORDER: tuple[str, ...] = ("known-mistake", "parameters", "property", "numeric", "error")
+# Most certain first: an output equal to a known mistake's is near proof; the sub-layer the
+# outputs differ in, and a parameter tree that differs, are facts about the code; a broken
+# property is a fact about the outputs; numeric and error hints are readings of symptoms.
+KIND_ORDER: tuple[str, ...] = ("known-mistake", "location", "parameters", "property",
+                               "numeric", "error")
 
 
 def ordered(findings: list[Finding]) -> list[Finding]:
@@ -141,4 +158,16 @@ def diagnose(case: Case) -> list[Finding]:
             findings.extend(source(case))
         except Exception:  # noqa: BLE001 - a diagnosis is a bonus, never a failure
             log.exception("diagnosis source %s failed on %s", source.__name__, case.package.slug)
-    return ordered(findings)
+    return ordered(agreeing(findings, case))
+
+
+def agreeing(findings: list[Finding], case: Case) -> list[Finding]:
+    """The findings without the names that contradict the location: a mistake named at a
+    site in another sub-layer than the one the outputs differ in points the learner at the
+    wrong part, which costs more than no name."""
+    loc = case.package.manifest.location
+    where = next((f for f in findings if f.kind == "location"), None)
+    if loc is None or where is None:
+        return findings
+    return [f for f in findings
+            if f.kind == "location" or not f.sites or consistent(f.sites, where.sites, loc)]

@@ -82,4 +82,5 @@ def name_mistakes(known: list[KnownMistake], observed: list[Observed],
 
 
 def _finding(m: Mistake, tests: list[str]) -> Finding:
-    return Finding("known-mistake", m.title, f"{m.detail} The statement: {m.statement}", tests)
+    return Finding("known-mistake", m.title, f"{m.detail} The statement: {m.statement}", tests,
+                   sites=(m.site,) if m.site else ())

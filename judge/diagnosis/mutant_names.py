@@ -61,7 +61,8 @@ def name_by_mutants(runs: list[MutantRun], seen: list[tuple[int, Seen]],
         return []
     (title, (_, run)), = matches.items()
     op = run.mutant.operator
-    return [Finding("known-mistake", title[:1].upper() + title[1:], op.detail, failed)]
+    return [Finding("known-mistake", title[:1].upper() + title[1:], op.detail, failed,
+                    sites=run.mutant.sites)]
 
 
 def _fits(run: MutantRun, seen: list[tuple[int, Seen]], tol: Tolerance) -> float | None:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from judge.diagnosis.case import Case
+from judge.diagnosis.case import Case, Extra
 from judge.package import Probe
 from judge.verdicts import Finding, Verdict
 
@@ -36,10 +36,13 @@ class Derived:
     cut: int  # causal: the first changed position
 
 
-def probe_findings(case: Case) -> list[Finding]:
+def probe_plan(case: Case) -> tuple[list[tuple[int, Derived]], Extra]:
+    """Each probe's derived inputs, from the first wrong test it applies to, and what to run
+    for them."""
     probes = case.package.manifest.probes
-    if not probes or case.run is None or case.result.verdict is not Verdict.WA:
-        return []
+    if (not probes or case.run is None or not case.probes
+            or case.result.verdict is not Verdict.WA):
+        return [], Extra()
     # Wrong tests with a finite output (NaN compares unequal to itself, which a relation
     # would read as a change); each probe takes the first of them it applies to.
     targets = [i for i in case.failed if case.result.tests[i].verdict is Verdict.WA
@@ -50,10 +53,14 @@ def probe_findings(case: Case) -> list[Finding]:
             if (d := derive(p, case.args[i])) is not None:
                 jobs.append((i, d))
                 break
-    if not jobs:
-        return []
-    outs = case.run([d.args for _, d in jobs], [int(case.expected[i].size) for i, _ in jobs],
-                    [r.model_dump() if (r := case.tests[i].redraw) else None for i, _ in jobs])
+    # The output a relation is checked against had its test's redraw: so does the run.
+    return jobs, Extra([d.args for _, d in jobs], [int(case.expected[i].size) for i, _ in jobs],
+                       [r.model_dump() if (r := case.tests[i].redraw) else None
+                        for i, _ in jobs])
+
+
+def probe_findings(case: Case, jobs: list[tuple[int, Derived]],
+                   outs: list[np.ndarray | None]) -> list[Finding]:
     found = []
     for (i, d), out in zip(jobs, outs, strict=True):
         got = case.result.tests[i].output
@@ -63,7 +70,8 @@ def probe_findings(case: Case) -> list[Finding]:
         broken = check(d, got.reshape(shape), out.reshape(shape), case.tol.atol * SLACK,
                        case.tol.rtol * SLACK)
         if broken is not None:
-            found.append(Finding("property", broken[0], broken[1], [case.tests[i].name]))
+            found.append(Finding("property", broken[0], broken[1], [case.tests[i].name],
+                                 sites=tuple(d.probe.sites)))
     return found
 
 

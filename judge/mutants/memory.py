@@ -8,7 +8,7 @@ import copy
 from collections.abc import Iterator
 
 from judge.mutants.code import Code, Replacement, Rule, Site
-from judge.mutants.model import Operator
+from judge.mutants.model import ENCODER_OUTPUT, Operator
 
 _KEPT = "_memories"
 
@@ -85,13 +85,14 @@ FIRST_BLOCK = Operator(
     "{site} reads the first encoder block's output instead of the last one's",
     "The cross-attention takes its keys and values from the output of the first block of "
     "the encoder instead of the encoder's final output; the two differ as soon as there is "
-    f"more than one encoder block. Run the whole encoder first, then read its output. {_WHERE}")
+    f"more than one encoder block. Run the whole encoder first, then read its output. {_WHERE}",
+    shows_in=(ENCODER_OUTPUT,))
 EMBEDDINGS = Operator(
     "memory-from-encoder-input", "memory",
     "{site} reads the encoder's input (the embeddings) instead of its output",
     "The cross-attention takes its keys and values from the encoder's input (token plus "
     "position embeddings), as if the encoder had not run. Read the stream after the last "
-    f"encoder block. {_WHERE}")
+    f"encoder block. {_WHERE}", shows_in=(ENCODER_OUTPUT,))
 
 RULES = [Rule(FIRST_BLOCK, lambda code: _from(code, True)),
          Rule(EMBEDDINGS, lambda code: _from(code, False))]

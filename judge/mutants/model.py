@@ -19,6 +19,11 @@ class Operator:
     family: str
     title: str
     detail: str
+    # Where else the mistake shows, as site labels (judge/diagnosis/location.py): a residual
+    # dropped or a LayerNorm moved across the add changes the residual stream around its
+    # site, and shows with the sub-layer switched off too; a memory read from the wrong
+    # encoder block shows in the encoder's output.
+    shows_in: tuple[str, ...] = ()
 
     def titled(self, site: str) -> str:
         return self.title.format(site=site)
@@ -40,3 +45,13 @@ class Mutant:
     @property
     def title(self) -> str:
         return self.operator.titled(self.site)
+
+    @property
+    def sites(self) -> tuple[str, ...]:
+        """Where the mistake sits, as the reference's site labels name it."""
+        return (self.site, *self.operator.shows_in)
+
+
+# Site labels of what lies between the sub-layers (judge/package/location.py).
+STREAM = "the residual stream"
+ENCODER_OUTPUT = "the encoder output"

@@ -31,6 +31,7 @@ import numpy as np
 
 from judge.compare import compare
 from judge.mutants.code import detect_framework
+from judge.mutants.located import Located, locate_mutants
 from judge.mutants.model import Mutant
 from judge.mutants.search import Candidate, candidates, cover
 from judge.package import Package, TestSpec, Tolerance
@@ -51,11 +52,20 @@ class MutantResult:
     reason: str = ""
     worst: float = 0.0  # the largest error over the package's tests, in tolerances
     kills: list[Candidate] = field(default_factory=list)  # survivors: inputs that kill it
+    # Killed: where the diagnosis locates it (judge/mutants/located.py); None: nowhere.
+    located: Located | None = None
+    wrong_answer: bool = False  # killed without raising on any test
 
     def to_json(self) -> dict[str, Any]:
         m = self.mutant
-        return {"id": m.id, "operator": m.operator.name, "site": m.site, "title": m.title,
-                "status": self.status, "killed_by": self.killed_by, "reason": self.reason}
+        out: dict[str, Any] = {"id": m.id, "operator": m.operator.name, "site": m.site,
+                               "title": m.title, "status": self.status,
+                               "killed_by": self.killed_by, "reason": self.reason}
+        if self.located is not None:
+            out["located"] = {"sublayers": list(self.located.wrong),
+                              "together": self.located.together,
+                              "test": self.located.test, "where_it_sits": self.located.placed}
+        return out
 
 
 @dataclass(frozen=True)
@@ -79,6 +89,20 @@ class MutationReport:
     suggested: list[Candidate]  # few extra inputs that kill every survivor
     stale: list[str]  # declared ids (accepted, equivalent) that name no such mutant
     unexplained: list[str] = field(default_factory=list)  # equivalent ids without a reason
+    locating: bool = False  # the package has a `[location]`: killed mutants are located
+
+    @property
+    def wrong_answers(self) -> list[MutantResult]:
+        """Killed mutants a submission would get a Wrong Answer for (none of their tests
+        raises): the ones the diagnosis locates."""
+        return [r for r in self.results if r.status == "killed" and r.wrong_answer]
+
+    @property
+    def misplaced(self) -> list[MutantResult]:
+        """Of those, the ones the diagnosis does not locate where they sit (or at all)."""
+        if not self.locating:
+            return []
+        return [r for r in self.wrong_answers if r.located is None or not r.located.placed]
 
     def count(self, status: Status) -> int:
         return sum(1 for r in self.results if r.status == status)
@@ -136,7 +160,8 @@ def mutation_report(package: Package, *, limit: int = 24,
     expected = expected_outputs(package, tests, background=background)
     accepted = {a.id: a.reason for a in package.manifest.mutants.accepted}
     results: list[MutantResult] = []
-    for run in mutant_outputs(package, tests, background=background):
+    runs = mutant_outputs(package, tests, background=background)
+    for run in runs:
         worst = max(ratio(o, e, tol) for o, e in zip(run.outcomes, expected, strict=True))
         killed_by = [t.name for t, o, e in zip(tests, run.outcomes, expected, strict=True)
                      if _fails(t.name, o, e, tol)]
@@ -148,6 +173,16 @@ def mutation_report(package: Package, *, limit: int = 24,
                                         worst))
         else:
             results.append(MutantResult(run.mutant, "survived", [], "", worst))
+    # Located as a wrong answer is: one that raises somewhere is a runtime error instead.
+    located = locate_mutants(package, [
+        (r.mutant.id, r.mutant.source, run.outcomes, r.killed_by)
+        for r, run in zip(results, runs, strict=True)
+        if r.status == "killed" and not any(isinstance(o, Failure) for o in run.outcomes)],
+        background=background)
+    for r, run in zip(results, runs, strict=True):
+        r.located = located.get(r.mutant.id)
+        r.wrong_answer = r.status == "killed" and not any(isinstance(o, Failure)
+                                                          for o in run.outcomes)
     alive = [r for r in results if r.status == "survived"]
     extra = _search(package, alive, limit, background) if alive else 0
     why = {e.id: e.reason for e in package.manifest.mutants.equivalent}
@@ -160,7 +195,8 @@ def mutation_report(package: Package, *, limit: int = 24,
                    | set(why) - {r.mutant.id for r in equivalent})
     kills = {r.mutant.id: r.kills for r in results if r.status == "survived"}
     return MutationReport(package.slug, results, low_precision(package, expected, background),
-                          extra, cover(kills), stale, unexplained)
+                          extra, cover(kills), stale, unexplained,
+                          package.manifest.location is not None)
 
 
 def _killed_reason(outcomes: list[Outcome], killed_by: list[str],

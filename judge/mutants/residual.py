@@ -16,7 +16,7 @@ from judge.mutants.code import (
     is_negative_infinity,
     rebuilt,
 )
-from judge.mutants.model import Operator
+from judge.mutants.model import STREAM, Operator
 
 # Calls that make an expression a sub-layer (a projection, an attention) rather than a term
 # of a formula: `x + h` is a residual when h is computed from x through one of these.
@@ -140,18 +140,19 @@ RESIDUAL_DROPPED = Operator(
     "the residual around {site} is missing",
     "The sub-layer's output replaces its input instead of being added to it. Add the input "
     "back (x + sublayer(x)) before going on; the statement writes every sub-layer as "
-    "`x + ...`.")
+    "`x + ...`.", shows_in=(STREAM,))
 POST_TO_PRE = Operator(
     "layernorm-pre-instead-of-post", "layernorm",
     "{site} normalises its input (Pre-LN) instead of the sum (Post-LN)",
     "The LayerNorm is applied to the sub-layer's input and the residual adds the raw input. "
-    "This problem is Post-LN: LN(x + sublayer(x)), as the statement's formulas show.")
+    "This problem is Post-LN: LN(x + sublayer(x)), as the statement's formulas show.",
+    shows_in=(STREAM,))
 PRE_TO_POST = Operator(
     "layernorm-post-instead-of-pre", "layernorm",
     "{site} normalises the sum (Post-LN) instead of its input (Pre-LN)",
     "The LayerNorm is applied after the residual add. This problem is Pre-LN: "
     "x + sublayer(LN(x)), with the residual carrying the un-normalised x, as the statement's "
-    "formulas show.")
+    "formulas show.", shows_in=(STREAM,))
 
 RULES = [Rule(RESIDUAL_DROPPED, _dropped), Rule(POST_TO_PRE, _post_to_pre),
          Rule(PRE_TO_POST, _pre_to_post)]

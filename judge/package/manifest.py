@@ -8,6 +8,8 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from judge.package.location import Location
+
 FRAMEWORKS = ("numpy", "jax", "flax", "torch")
 SLUG_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -121,6 +123,9 @@ class Probe(BaseModel):
     axis: int = Field(ge=0, le=8, description="their axis that is changed or reordered")
     output_axis: int = Field(0, ge=0, le=8, description="the output's matching axis")
     mask: str | None = Field(None, description="padding: the argument marking real positions")
+    sites: list[str] = Field(default_factory=list, description=(
+        "the reference's site labels where a broken relation points ([] anywhere): a finding "
+        "that contradicts the mistake's location is not shown"))
 
     @model_validator(mode="after")
     def _mask_for_padding(self) -> Probe:
@@ -178,6 +183,15 @@ class Manifest(BaseModel):
     size_mixups: list[SizeMixup] = Field(default_factory=list)
     probes: list[Probe] = Field(default_factory=list)
     mutants: Mutants = Field(default_factory=Mutants)
+    location: Location | None = None
+
+    @model_validator(mode="after")
+    def _modules_for_flax(self) -> Manifest:
+        if self.location is not None and "flax" not in self.frameworks and any(
+                p.startswith("module:") for s in self.location.sublayers for p in s.off):
+            raise ValueError("location: `module:` switches a Flax submodule off: only for "
+                             "problems whose frameworks include flax")
+        return self
 
     @model_validator(mode="after")
     def _redraws_for_flax(self) -> Manifest:
@@ -205,6 +219,9 @@ class Mistake(BaseModel):
     title: str = Field(min_length=1, max_length=120, description="one line naming the mistake")
     detail: str = Field(min_length=1, description="what is wrong and how to fix it")
     statement: str = Field(min_length=1, description="where the statement warns about it")
+    site: str | None = Field(None, description=(
+        "the reference's site label where the mistake sits ('the cross-attention'): the name "
+        "is not shown where the diagnosis locates a wrong answer elsewhere"))
 
     @field_validator("title")
     @classmethod

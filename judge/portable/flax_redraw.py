@@ -21,9 +21,10 @@ and imports only the standard library at the top, reaching Flax and JAX through 
 once they are imported.
 
 JAX keeps compiled functions by their arguments' shapes: a function jitted once, outside a
-redraw, would give the initialisers' values again on a later test. Each redraw therefore runs
-inside a JAX user context of its own (`jax.make_user_context`), a key of every cache JAX has:
-under another redraw, or none, everything is traced afresh.
+redraw, would give the initialisers' values again on a later test. Redraws therefore run
+inside a JAX user context (`jax.make_user_context`), a key of every cache JAX has: inside it,
+a function jitted outside is traced afresh, with the judge's initialiser; and the values a
+jitted function draws are computed when it runs, under the redraw then in force.
 """
 
 import contextlib
@@ -34,6 +35,10 @@ from typing import Any
 # Seeds the judge's draw with the key Flax hands an initialiser: not the initialiser's draw.
 SALT = 0x7E5D
 FIELDS = ("gain", "bias", "scale")
+# The JAX user context every redraw runs in: one for all, since a value drawn under jax.jit
+# reads the redraw in force when it runs (`draw`), and eager operations compiled under it once
+# serve every redraw.
+REDRAWN = ("tensorjudge-redraw",)
 
 
 def redraw_key(spec):
@@ -63,17 +68,18 @@ def host_draw(words, name, shape, dtype, spec, factor=1.0):
     return ((deviation * factor) * rng.standard_normal(shape)).astype(dtype)
 
 
-def draw(rng, name, shape, dtype, spec, factor=1.0):
-    """`host_draw` of the key `rng`: computed at once for a concrete key (an eager `init`),
-    and by a host callback for a traced one (under jax.jit), which compiles to a call, not to
-    a random number generator's arithmetic."""
+def draw(rng, name, shape, dtype, current):
+    """`host_draw` of the key `rng`, under the redraw `current()` gives (its spec and the
+    parameter's factor): computed at once for a concrete key (an eager `init`), and by a host
+    callback for a traced one (under jax.jit), which compiles to a call, not to a random number
+    generator's arithmetic, and reads the redraw when it runs, not when it was traced."""
     jax = sys.modules["jax"]
     words = jax.random.key_data(rng) if jax.dtypes.issubdtype(
         rng.dtype, jax.dtypes.prng_key) else rng
     if not isinstance(words, jax.core.Tracer):
-        return jax.numpy.asarray(host_draw(words, name, shape, dtype, spec, factor))
+        return jax.numpy.asarray(host_draw(words, name, shape, dtype, *current()))
     return jax.pure_callback(
-        lambda w: host_draw(w, name, shape, dtype, spec, factor),
+        lambda w: host_draw(w, name, shape, dtype, *current()),
         jax.ShapeDtypeStruct(shape, dtype), words, vmap_method="sequential")
 
 
@@ -104,7 +110,16 @@ class ParamRedraw:
             spec = redraw.spec
             if spec is None or not callable(init_fn) or self.has_variable("params", name):
                 return original(self, name, init_fn, *init_args, **init_kwargs)
-            path, gains = tuple(self.path), spec["gains"]
+            path = tuple(self.path)
+
+            def current():
+                # The redraw in force when the value is made (a function jitted under one
+                # redraw runs under another with the same trace), and the parameter's factor.
+                now = redraw.spec or spec
+                factor = 1.0
+                for module in path:
+                    factor *= now["gains"].get(module, 1.0)
+                return now, factor
 
             def judges_init(rng, *args, **kwargs):
                 # Only the shape and dtype of the initialiser's value: its own draw is not
@@ -116,10 +131,7 @@ class ParamRedraw:
                 if dtype is None or not jax.numpy.issubdtype(dtype, floating):
                     return init_fn(rng, *args, **kwargs)  # not a number to draw: its own
                 redraw.drawn += 1
-                factor = 1.0
-                for module in path:
-                    factor *= gains.get(module, 1.0)
-                new = draw(rng, name, tuple(raw.shape), dtype, spec, factor)
+                new = draw(rng, name, tuple(raw.shape), dtype, current)
                 return box.replace_boxed(new) if box is not None else new
 
             return original(self, name, judges_init, *init_args, **init_kwargs)
@@ -141,7 +153,7 @@ class ParamRedraw:
         self.spec = dict(key)
         self.spec["gains"] = dict(self.spec["gains"])
         try:
-            with self.context(("tensorjudge-redraw",) + key):
+            with self.context(REDRAWN):
                 yield
         finally:
             self.spec = before

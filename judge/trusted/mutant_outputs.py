@@ -81,10 +81,20 @@ def mutant_outputs(package: Package, tests: list[TestSpec], *,
 
 
 def source_outputs(package: Package, source: str, tests: list[TestSpec], *,
-                   precision: str | None = None, background: bool = False) -> list[Outcome]:
+                   precision: str | None = None, background: bool = False,
+                   off: list[tuple[str, ...]] | None = None) -> list[Outcome]:
     """One trusted source's outcome on each test (`precision`: `float16` or `bfloat16`, its
-    float32 inputs, and a Flax model's variables, narrowed to it)."""
-    return _outcomes(package, [source], tests, precision, background)[0]
+    float32 inputs, and a Flax model's variables, narrowed to it; `off`: per test, the
+    package's sub-layers switched off, judge/package/location.py)."""
+    return _outcomes(package, [source], tests, precision, background, off)[0]
+
+
+def sources_outputs(package: Package, sources: list[str], tests: list[TestSpec], *,
+                    off: list[tuple[str, ...]] | None = None,
+                    background: bool = False) -> list[list[Outcome]]:
+    """Several trusted sources' outcomes on the same tests (`off` as for `source_outputs`),
+    in one batch of trusted processes."""
+    return _outcomes(package, sources, tests, None, background, off)
 
 
 _MEMO: OrderedDict[tuple[str, tuple[str, ...], tuple[str, ...]], list[MutantRun]] = \
@@ -98,31 +108,43 @@ def _reference_mutants(source: str) -> list[Mutant]:
     return all_mutants(source)
 
 
-def _spec(test: TestSpec) -> str:
-    return json.dumps({"seed": test.seed, "params": test.params,
-                       "redraw": test.redraw.model_dump() if test.redraw else None},
-                      sort_keys=True)
+def _spec(test: TestSpec, off: tuple[str, ...] | None = None) -> str:
+    spec: dict = {"seed": test.seed, "params": test.params,
+                  "redraw": test.redraw.model_dump() if test.redraw else None}
+    if off is not None:
+        spec["off"] = list(off)
+    return json.dumps(spec, sort_keys=True)
 
 
-def _key(package: Package, source: str, test: TestSpec, precision: str | None) -> str:
+def outcome_key(package: Package, source: str, test: TestSpec, precision: str | None,
+         off: tuple[str, ...] | None = None) -> str:
     base = test_key(package, test, source=source)
-    if precision is None:
-        return base
-    return hashlib.sha256(f"{base}\0{precision}".encode()).hexdigest()
+    if precision is not None:
+        base = hashlib.sha256(f"{base}\0{precision}".encode()).hexdigest()
+    if off is not None:
+        # What is zeroed, not only the sub-layers' names: a package that switches one off
+        # otherwise computes other outputs.
+        loc = package.manifest.location
+        paths = [(s.name, s.off) for s in loc.sublayers if s.name in off] if loc else []
+        base = hashlib.sha256(f"{base}\0off:{json.dumps(paths)}".encode()).hexdigest()
+    return base
 
 
 def _outcomes(package: Package, sources: list[str], tests: list[TestSpec],
-              precision: str | None, background: bool) -> list[list[Outcome]]:
+              precision: str | None, background: bool,
+              off: list[tuple[str, ...]] | None = None) -> list[list[Outcome]]:
     d = cache_dir()
-    keys = [[_key(package, s, t, precision) for t in tests] for s in sources]
+    offs: list[tuple[str, ...] | None] = list(off) if off is not None else [None] * len(tests)
+    keys = [[outcome_key(package, s, t, precision, o) for t, o in zip(tests, offs, strict=True)]
+            for s in sources]
     todo: list[dict[str, str]] = []
     for source, ks in zip(sources, keys, strict=True):
         file: Path | None = None
-        for t, k in zip(tests, ks, strict=True):
+        for t, o, k in zip(tests, offs, ks, strict=True):
             if (d / f"{k}.npy").is_file() or (d / f"{k}.failed").is_file():
                 continue
             file = file or _source_file(d, source)
-            item = {"name": t.name, "key": k, "module": str(file), "spec": _spec(t)}
+            item = {"name": t.name, "key": k, "module": str(file), "spec": _spec(t, o)}
             if precision is not None:
                 item["precision"] = precision
             todo.append(item)

@@ -5,7 +5,8 @@ An item may name another trusted file (`module`: a packaged wrong answer, a know
 a mutant of the reference written to the cache, by absolute path). Such a file failing on a
 test is recorded (`<key>.failed`, "ExceptionType: message"), not fatal: the mistake is then
 simply not known on that test. An item may carry its own inputs (`spec`: JSON of `seed` and
-`params`, and its `redraw`, for inputs that are no test of the package) and a `precision`
+`params`, its `redraw` and the sub-layers it switches `off`, for inputs that are no test of
+the package) and a `precision`
 (`float16` or `bfloat16`: the float32 inputs, and a Flax model's variables, narrowed to it; the
 tolerance's check in the other direction). A test's `redraw` is applied to every item of it, as
 the sandbox applies it to a submission (judge/portable/flax_redraw.py)."""
@@ -22,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from judge.package.location import switched_off
 from judge.portable.flax_redraw import ParamRedraw
 from judge.portable.flax_variables import InitRecorder
 
@@ -140,6 +142,9 @@ def main() -> None:
             spec = json.loads(item["spec"])
             args = package.generator.generate(spec["seed"], **spec["params"])
             drawn = spec.get("redraw")
+            if spec.get("off") is not None and package.manifest.location is not None:
+                args, drawn = switched_off(package.manifest.location, tuple(spec["off"]),
+                                           args, drawn, "flax" in package.manifest.frameworks)
         else:
             test = by_name[item["name"]]
             args = package.generator.generate(test.seed, **test.params)

@@ -111,6 +111,12 @@ def test_the_same_under_jit_and_for_a_function_traced_before():
     assert not np.allclose(inside, outside)
     np.testing.assert_allclose(per_call, _init(1, SPEC)["params/out/bias"], rtol=1e-6)
     np.testing.assert_array_equal(np.asarray(run(1, X)), outside)  # and back again
+    with param_redraw.applied(LARGE):  # the same trace, under another redraw: its values
+        large = jax.jit(lambda x: Block().init(jax.random.PRNGKey(1), x))
+        first = np.asarray(large(X)["params"]["out"]["kernel"])
+    with param_redraw.applied(SPEC):
+        again = np.asarray(large(X)["params"]["out"]["kernel"])
+    np.testing.assert_allclose(first, 8.0 * again, rtol=1e-6)
 
 
 def _nested(flat: dict[str, np.ndarray]) -> dict:

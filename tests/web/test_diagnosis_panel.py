@@ -76,3 +76,23 @@ def test_results_stored_before_diagnosis_still_render():
     ctx = result_context(_view({"verdict": "WA", "score": {"passed": 0, "total": 1},
                                 "tests": []}), [])
     assert ctx["diagnosis"] == [] and ctx["environment"] is None
+
+
+def test_a_location_is_drawn_as_the_blocks_sub_layers_with_the_wrong_one_marked():
+    from app.web.routes import templates
+
+    parts = [{"name": "self-attention", "title": "The self-attention", "agrees": True},
+             {"name": "cross-attention", "title": "The cross-attention", "agrees": False},
+             {"name": "rest", "title": "The residual stream", "agrees": True}]
+    result = {"verdict": "WA", "score": {"passed": 0, "total": 1}, "tests": [],
+              "diagnosis": [{"kind": "location", "title": "The cross-attention does not "
+                             "compute what the statement's does", "detail": "d",
+                             "tests": ["t1"], "parts": parts}]}
+    ctx = result_context(_view(result), [])
+    assert ctx["diagnosis"][0]["kind_words"] == "Where"
+    fragment = templates.get_template("_result.html").render(r=ctx)
+    boxes = re.findall(r'<li class="block-part (part-\w+)">([^<]+)', fragment)
+    assert boxes == [("part-ok", "The self-attention"), ("part-wrong", "The cross-attention"),
+                     ("part-ok", "The residual stream")]
+    assert fragment.count('class="block-arrow"') == 2
+    assert "The cross-attention<span class=\"visually-hidden\">: does not agree" in fragment
